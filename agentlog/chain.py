@@ -1,0 +1,139 @@
+"""The hash chain that makes any edit to a run's history detectable.
+
+``hash[n] = sha256(hash[n-1] + "\\n" + body[n])`` with ``hash[-1] = GENESIS`` (64 zeros), where
+``body[n]`` is the canonical JSON of event *n* without its hash. The genesis does not include
+the run id, so a fork's prefix carries exactly its parent's hashes.
+
+The body is built from the stored columns by string formatting, so that verifying a run never
+parses a payload: the payload column already holds canonical JSON.
+
+Pure: no I/O. The store feeds rows to :func:`check_chain`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .canonical import dumps_str
+from .event import Event
+
+__all__ = ["GENESIS", "Problem", "ProblemKind", "chain_hash", "check_chain", "event_body"]
+
+GENESIS: Final = "0" * 64
+
+
+class ProblemKind:
+    """The kinds of :class:`Problem` that ``verify`` reports."""
+
+    CHAIN_BROKEN: Final = "chain_broken"
+    SEQ_GAP: Final = "seq_gap"
+    SEQ_DUPLICATE: Final = "seq_duplicate"
+    BLOB_MISSING: Final = "blob_missing"
+    BLOB_ALTERED: Final = "blob_altered"
+    HEAD_MISMATCH: Final = "head_mismatch"
+    SCHEMA_VERSION: Final = "schema_version"
+    FORK_PREFIX: Final = "fork_prefix"
+    UNREADABLE: Final = "unreadable"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Problem:
+    """One finding of a verification: what is wrong and where.
+
+    >>> Problem(kind="seq_gap", seq=7, message="expected seq 6, found 7")
+    Problem(kind='seq_gap', seq=7, message='expected seq 6, found 7')
+    """
+
+    kind: str
+    """One of the :class:`ProblemKind` names."""
+    seq: int | None
+    """The first seq concerned, or ``None`` for a problem of the whole run."""
+    message: str
+    """What is wrong, in words."""
+
+
+def _num(value: Any) -> str:
+    return "null" if value is None else str(int(value))
+
+
+def _real(value: Any) -> str:
+    return "null" if value is None else repr(float(value))
+
+
+def _text(value: str | None) -> str:
+    return "null" if value is None else dumps_str(value)
+
+
+def event_body(*, seq: int, type: str, payload_json: str, actor: str | None = None,
+               caused_by: int | None = None, span_id: str | None = None, ts: int = 0,
+               model: str | None = None, input_tokens: int | None = None,
+               output_tokens: int | None = None, cached_tokens: int | None = None,
+               cost_usd: float | None = None, duration_ms: float | None = None) -> str:
+    """The canonical JSON of an event without its hash, keys in sorted order.
+
+    Equal to ``canonical_json`` of the event as a mapping (with the payload parsed), but built
+    without parsing ``payload_json``.
+
+    >>> event_body(seq=0, type="note", payload_json='{"a":1}', ts=5)
+    '{"actor":null,"cached_tokens":null,"caused_by":null,"cost_usd":null,"duration_ms":null,"input_tokens":null,"model":null,"output_tokens":null,"payload":{"a":1},"seq":0,"span_id":null,"ts":5,"type":"note"}'
+    """
+    return (f'{{"actor":{_text(actor)},"cached_tokens":{_num(cached_tokens)},'
+            f'"caused_by":{_num(caused_by)},"cost_usd":{_real(cost_usd)},'
+            f'"duration_ms":{_real(duration_ms)},"input_tokens":{_num(input_tokens)},'
+            f'"model":{_text(model)},"output_tokens":{_num(output_tokens)},'
+            f'"payload":{payload_json},"seq":{int(seq)},"span_id":{_text(span_id)},'
+            f'"ts":{int(ts)},"type":{dumps_str(type)}}}')
+
+
+def body_of(event: Event, payload_json: str) -> str:
+    """:func:`event_body` for an :class:`Event` whose canonical payload is ``payload_json``."""
+    return event_body(seq=event.seq, type=event.type, payload_json=payload_json,
+                      actor=event.actor, caused_by=event.caused_by, span_id=event.span_id,
+                      ts=event.ts, model=event.model, input_tokens=event.input_tokens,
+                      output_tokens=event.output_tokens, cached_tokens=event.cached_tokens,
+                      cost_usd=event.cost_usd, duration_ms=event.duration_ms)
+
+
+def chain_hash(prev: str, body: str) -> str:
+    """The chain hash of an event whose body is ``body`` after an event hashed ``prev``.
+
+    >>> chain_hash(GENESIS, "{}")[:16]
+    '5649d09ed68c1715'
+    """
+    return hashlib.sha256(f"{prev}\n{body}".encode()).hexdigest()
+
+
+def check_chain(rows: Iterable[tuple[int, str, str]], *, prev: str = GENESIS,
+                start: int = 0, limit: int = 100) -> tuple[list[Problem], str, int]:
+    """Check ``(seq, body, stored_hash)`` rows against the chain.
+
+    After a mismatch the check goes on from the stored hash, so a single altered event is
+    reported once, at its own seq, and later independent damage is still found.
+
+    Args:
+        rows: the events in stored order.
+        prev: the hash before the first row (``GENESIS``, or a fork's parent hash).
+        start: the seq the first row must have.
+        limit: stop collecting after this many problems.
+
+    Returns:
+        ``(problems, head, count)``: what is wrong, the last stored hash, and the rows seen.
+    """
+    problems: list[Problem] = []
+    expected, count, head = start, 0, prev
+    for seq, body, stored in rows:
+        count += 1
+        if seq != expected:
+            kind = ProblemKind.SEQ_DUPLICATE if seq < expected else ProblemKind.SEQ_GAP
+            problems.append(Problem(kind=kind, seq=seq, message=f"expected seq {expected}, found {seq}"))
+        actual = chain_hash(head, body)
+        if actual != stored:
+            problems.append(Problem(kind=ProblemKind.CHAIN_BROKEN, seq=seq,
+                                    message=f"stored hash {stored[:12]}… but the event hashes to {actual[:12]}…"))
+        head, expected = stored, max(expected, seq) + 1
+        if len(problems) >= limit:
+            break
+    return problems, head, count

@@ -1,0 +1,293 @@
+"""Every exception agentlog raises, in one tree.
+
+::
+
+    AgentlogError
+    ├── CanonicalJSONError (ValueError)        a value that has no canonical JSON form
+    ├── InvalidBlobRefError (ValueError)       a blob reference that is not sha256:<64 hex>
+    ├── MissingDependencyError (ImportError)   an optional extra is not installed
+    ├── StoreError                             files on disk
+    │   ├── StorePathError (NotADirectoryError)
+    │   ├── RunNotFoundError (LookupError)
+    │   ├── AmbiguousRunError (LookupError)
+    │   ├── RunExistsError (FileExistsError)
+    │   ├── RunLockedError
+    │   ├── RunClosedError
+    │   ├── SchemaVersionError
+    │   ├── CorruptSegmentError
+    │   ├── CorruptWALError
+    │   ├── BlobNotFoundError (FileNotFoundError)
+    │   ├── BlobIntegrityError
+    │   └── EventNotFoundError (IndexError)
+    ├── FoldError                              the fold and JSON Patch
+    │   ├── PatchError (ValueError)
+    │   │   └── PatchTestError                 a ``test`` op whose value differs
+    │   └── ReducerError                       a reducer raised; names the seq and the type
+    ├── RecordError                            the recorder SDK
+    │   ├── PricingError (LookupError)
+    │   └── ToolError                          a recorded tool failed (re-raised on replay)
+    ├── ReplayError                            replay and fork
+    │   ├── ReplayMissError (LookupError)      a call with no recorded response
+    │   └── DivergenceError                    strict replay found a different event
+    └── AgentError                             the loop runtime
+        └── BudgetExceededError
+
+Facts become attributes, and every message names the run, the seq, the field or the file,
+and, where there is one, the next step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "AgentError",
+    "AgentlogError",
+    "AmbiguousRunError",
+    "BlobIntegrityError",
+    "BlobNotFoundError",
+    "BudgetExceededError",
+    "CanonicalJSONError",
+    "CorruptSegmentError",
+    "CorruptWALError",
+    "DivergenceError",
+    "EventNotFoundError",
+    "FoldError",
+    "InvalidBlobRefError",
+    "MissingDependencyError",
+    "PatchError",
+    "PatchTestError",
+    "PricingError",
+    "RecordError",
+    "ReducerError",
+    "ReplayError",
+    "ReplayMissError",
+    "RunClosedError",
+    "RunExistsError",
+    "RunLockedError",
+    "RunNotFoundError",
+    "SchemaVersionError",
+    "StoreError",
+    "StorePathError",
+    "ToolError",
+    "missing_dependency",
+]
+
+
+class AgentlogError(Exception):
+    """The root of every agentlog exception."""
+
+
+class CanonicalJSONError(AgentlogError, ValueError):
+    """A value has no canonical JSON form (NaN, a set, a non-string key, ...).
+
+    ``path`` names the field, e.g. ``payload.messages[2].content``.
+    """
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path, self.problem = path, problem
+        super().__init__(f"{path}: {problem}")
+
+
+class InvalidBlobRefError(AgentlogError, ValueError):
+    """A blob reference is not ``sha256:`` followed by 64 lower-case hex digits."""
+
+    def __init__(self, ref: object, where: str = "") -> None:
+        self.ref, self.where = ref, where
+        at = f"{where}: " if where else ""
+        super().__init__(f"{at}invalid blob reference {ref!r}: expected 'sha256:' + 64 lower-case hex")
+
+
+class MissingDependencyError(AgentlogError, ImportError):
+    """An optional dependency is missing; the message gives the pip command."""
+
+
+def missing_dependency(module: str, extra: str) -> MissingDependencyError:
+    """Build the error for a missing optional module, naming the extra that installs it.
+
+    >>> str(missing_dependency("ipywidgets", "notebook"))
+    "ipywidgets is needed for this; pip install 'agentlog[notebook]'"
+    """
+    return MissingDependencyError(f"{module} is needed for this; pip install 'agentlog[{extra}]'")
+
+
+# --- store -----------------------------------------------------------------------------------
+
+
+class StoreError(AgentlogError):
+    """Something about the files of a store or a run."""
+
+
+class StorePathError(StoreError, NotADirectoryError):
+    """The store path exists but is not a directory."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: a store must be a directory, and this is a file")
+
+
+class RunNotFoundError(StoreError, LookupError):
+    """No run with this id (or id prefix) in the store."""
+
+    def __init__(self, run_id: str, store: str) -> None:
+        self.run_id, self.store = run_id, store
+        super().__init__(f"no run {run_id!r} in store {store}; agentlog ls lists the runs")
+
+
+class AmbiguousRunError(StoreError, LookupError):
+    """An id prefix matches more than one run."""
+
+    def __init__(self, prefix: str, matches: list[str]) -> None:
+        self.prefix, self.matches = prefix, matches
+        shown = ", ".join(matches[:5]) + (" …" if len(matches) > 5 else "")
+        super().__init__(f"run prefix {prefix!r} matches {len(matches)} runs ({shown}); give more characters")
+
+
+class RunExistsError(StoreError, FileExistsError):
+    """A run with this id already exists."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        super().__init__(f"run {run_id!r} already exists; open it with store.writer({run_id!r}) to append")
+
+
+class RunLockedError(StoreError):
+    """Another writer holds the run's lock."""
+
+    def __init__(self, run_id: str, path: str) -> None:
+        self.run_id, self.path = run_id, path
+        super().__init__(f"run {run_id!r} is being written by another writer (lock {path}); "
+                         "one writer per run")
+
+
+class RunClosedError(StoreError):
+    """An emit on a writer that was closed."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        super().__init__(f"run {run_id!r}: this writer is closed; open a new one with store.writer({run_id!r})")
+
+
+class SchemaVersionError(StoreError):
+    """A run or segment was written by a newer agentlog."""
+
+    def __init__(self, path: str, found: Any, supported: int) -> None:
+        self.path, self.found, self.supported = path, found, supported
+        super().__init__(f"{path}: schema version {found} is newer than this agentlog reads "
+                         f"({supported}); pip install -U agentlog")
+
+
+class CorruptSegmentError(StoreError):
+    """A sealed Parquet segment cannot be read."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path, self.problem = path, problem
+        super().__init__(f"{path}: {problem}")
+
+
+class CorruptWALError(StoreError):
+    """A WAL line that is not the torn last line cannot be read."""
+
+    def __init__(self, path: str, line: int, problem: str) -> None:
+        self.path, self.line, self.problem = path, line, problem
+        super().__init__(f"{path}:{line}: {problem}")
+
+
+class BlobNotFoundError(StoreError, FileNotFoundError):
+    """A referenced blob is not in the store."""
+
+    def __init__(self, digest: str, path: str) -> None:
+        self.digest, self.path = digest, path
+        super().__init__(f"blob {digest} is missing ({path})")
+
+
+class BlobIntegrityError(StoreError):
+    """A blob's bytes do not hash to its name."""
+
+    def __init__(self, digest: str, actual: str, path: str) -> None:
+        self.digest, self.actual, self.path = digest, actual, path
+        super().__init__(f"blob {digest} was altered: its bytes hash to sha256:{actual} ({path})")
+
+
+class EventNotFoundError(StoreError, IndexError):
+    """A seq outside the run."""
+
+    def __init__(self, run_id: str, seq: int, count: int) -> None:
+        self.run_id, self.seq, self.count = run_id, seq, count
+        super().__init__(f"run {run_id!r} has {count} events (seq 0..{count - 1}); no seq {seq}")
+
+
+# --- fold --------------------------------------------------------------------------------------
+
+
+class FoldError(AgentlogError):
+    """Something went wrong while folding events into state."""
+
+
+class PatchError(FoldError, ValueError):
+    """A JSON Patch operation cannot be applied; names the op index and the pointer."""
+
+    def __init__(self, index: int, op: str, path: str, problem: str) -> None:
+        self.index, self.op, self.path, self.problem = index, op, path, problem
+        super().__init__(f"op {index} ({op} {path!r}): {problem}")
+
+
+class PatchTestError(PatchError):
+    """A ``test`` operation found a different value."""
+
+
+class ReducerError(FoldError):
+    """A reducer raised while folding an event."""
+
+    def __init__(self, seq: int, type: str, reducer: str, cause: BaseException) -> None:
+        self.seq, self.type, self.reducer, self.cause = seq, type, reducer, cause
+        super().__init__(f"seq {seq} ({type}): reducer {reducer} raised "
+                         f"{type_name(cause)}: {cause}")
+
+
+def type_name(exc: BaseException) -> str:
+    """The class name of an exception, for messages."""
+    return exc.__class__.__name__
+
+
+# --- record / replay / runtime -----------------------------------------------------------------
+
+
+class RecordError(AgentlogError):
+    """Something went wrong while recording."""
+
+
+class PricingError(RecordError, LookupError):
+    """A price lookup or price override is malformed."""
+
+
+class ToolError(RecordError):
+    """A recorded tool call failed; on replay the same error is raised again."""
+
+    def __init__(self, name: str, seq: int, error: str) -> None:
+        self.name, self.seq, self.error = name, seq, error
+        super().__init__(f"tool {name!r} (seq {seq}) failed: {error}")
+
+
+class ReplayError(AgentlogError):
+    """Replay or fork could not go on."""
+
+
+class ReplayMissError(ReplayError, LookupError):
+    """A call has no recorded response; names the key and the nearest recorded ones."""
+
+
+class DivergenceError(ReplayError):
+    """Strict replay emitted an event that differs from the recorded one."""
+
+    def __init__(self, divergence: Any) -> None:
+        self.divergence = divergence
+        super().__init__(str(divergence))
+
+
+class AgentError(AgentlogError):
+    """The loop runtime could not go on."""
+
+
+class BudgetExceededError(AgentError):
+    """A budget limit was reached."""

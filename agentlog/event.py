@@ -1,0 +1,190 @@
+"""The event, the blob reference, and the names of the standard event types.
+
+An :class:`Event` only holds values: the writer stamps ``seq``, ``ts`` and ``hash`` when it
+appends. A :class:`BlobRef` names content-addressed bytes; reading them goes through a reader
+that the store attaches, so this module stays pure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from .errors import InvalidBlobRefError
+
+__all__ = [
+    "APPROVAL_DENIED", "APPROVAL_GRANTED", "APPROVAL_REQUESTED", "BUDGET_EXCEEDED", "BlobRef",
+    "ERROR", "Event", "FORK_STARTED", "HTTP_REQUEST", "HTTP_RESPONSE", "LLM_REQUEST",
+    "LLM_RESPONSE", "NOTE", "OBJECT_CREATED", "OBJECT_UPDATED", "RELATION_CREATED",
+    "RUN_FAILED", "RUN_FINISHED", "RUN_STARTED", "SPAN_ENDED", "SPAN_STARTED", "STANDARD_TYPES",
+    "STATE_PATCH", "TOOL_CALL", "TOOL_RESULT", "USAGE_FIELDS", "is_blob_json",
+]
+
+RUN_STARTED: Final = "run.started"
+RUN_FINISHED: Final = "run.finished"
+RUN_FAILED: Final = "run.failed"
+SPAN_STARTED: Final = "span.started"
+SPAN_ENDED: Final = "span.ended"
+LLM_REQUEST: Final = "llm.request"
+LLM_RESPONSE: Final = "llm.response"
+TOOL_CALL: Final = "tool.call"
+TOOL_RESULT: Final = "tool.result"
+HTTP_REQUEST: Final = "http.request"
+HTTP_RESPONSE: Final = "http.response"
+STATE_PATCH: Final = "state.patch"
+OBJECT_CREATED: Final = "object.created"
+OBJECT_UPDATED: Final = "object.updated"
+RELATION_CREATED: Final = "relation.created"
+APPROVAL_REQUESTED: Final = "approval.requested"
+APPROVAL_GRANTED: Final = "approval.granted"
+APPROVAL_DENIED: Final = "approval.denied"
+BUDGET_EXCEEDED: Final = "budget.exceeded"
+ERROR: Final = "error"
+NOTE: Final = "note"
+FORK_STARTED: Final = "fork.started"
+
+STANDARD_TYPES: Final = frozenset({
+    RUN_STARTED, RUN_FINISHED, RUN_FAILED, SPAN_STARTED, SPAN_ENDED, LLM_REQUEST, LLM_RESPONSE,
+    TOOL_CALL, TOOL_RESULT, HTTP_REQUEST, HTTP_RESPONSE, STATE_PATCH, OBJECT_CREATED,
+    OBJECT_UPDATED, RELATION_CREATED, APPROVAL_REQUESTED, APPROVAL_GRANTED, APPROVAL_DENIED,
+    BUDGET_EXCEEDED, ERROR, NOTE, FORK_STARTED,
+})
+
+#: The typed usage columns, in schema order: filled on ``llm.response`` / ``tool.result``.
+USAGE_FIELDS: Final = ("model", "input_tokens", "output_tokens", "cached_tokens",
+                       "cost_usd", "duration_ms")
+
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+BlobReader = Callable[[str], bytes]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """One appended fact of a run.
+
+    ``payload`` is a mapping decoded from canonical JSON, in which blob references appear as
+    :class:`BlobRef` objects. Treat it as read-only: reducers freeze what they keep.
+
+    >>> e = Event(seq=0, type="note", payload={"text": "hi"})
+    >>> e.type, e.payload["text"]
+    ('note', 'hi')
+    """
+
+    seq: int
+    """Position in the run, 0-based, dense."""
+    type: str
+    """Dotted name of the fact, e.g. ``llm.response``."""
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    """The event's data; large values are :class:`BlobRef` objects."""
+    actor: str | None = None
+    """The component that produced the event."""
+    caused_by: int | None = None
+    """The seq of the event that triggered this one."""
+    span_id: str | None = None
+    """The span the event belongs to."""
+    ts: int = 0
+    """Wall clock at append, in microseconds since the Unix epoch (UTC). Never read by reducers."""
+    model: str | None = None
+    """Usage: the model that answered (``llm.response``)."""
+    input_tokens: int | None = None
+    """Usage: input tokens, cached ones included (OpenTelemetry GenAI convention)."""
+    output_tokens: int | None = None
+    """Usage: output tokens."""
+    cached_tokens: int | None = None
+    """Usage: input tokens read from the provider's cache (a part of ``input_tokens``)."""
+    cost_usd: float | None = None
+    """Usage: cost in US dollars, ``None`` when unknown."""
+    duration_ms: float | None = None
+    """Usage: how long the call took."""
+    hash: str = ""
+    """The chain hash (64 hex), empty until the writer appends the event."""
+
+    @property
+    def time(self) -> datetime:
+        """``ts`` as an aware UTC datetime."""
+        return datetime.fromtimestamp(self.ts / 1_000_000, tz=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class BlobRef:
+    """A reference to content-addressed bytes in the store's blob folder.
+
+    In a payload it is written as ``{"$blob": "sha256:<hex>", "size": n, "media_type": t}``.
+    Reading needs a reader, which the store attaches when it decodes an event.
+
+    >>> ref = BlobRef("sha256:" + "a" * 64, 3, "text/plain")
+    >>> ref.to_json()["size"]
+    3
+    """
+
+    digest: str
+    """``sha256:`` followed by 64 lower-case hex digits."""
+    size: int
+    """Length in bytes."""
+    media_type: str = "application/octet-stream"
+    """What the bytes are, e.g. ``text/html``."""
+    reader: BlobReader | None = field(default=None, compare=False, repr=False)
+    """Reads the bytes of a digest; attached by the store."""
+
+    def __post_init__(self) -> None:
+        if type(self.digest) is not str or not _DIGEST.fullmatch(self.digest):
+            raise InvalidBlobRefError(self.digest)
+
+    @property
+    def hex(self) -> str:
+        """The 64 hex digits of the digest."""
+        return self.digest[7:]
+
+    def read_bytes(self) -> bytes:
+        """Return the blob's bytes (checked against the digest by the store).
+
+        Raises:
+            BlobNotFoundError: the blob is not in the store.
+            BlobIntegrityError: its bytes do not hash to the digest.
+            RuntimeError: the reference has no store attached.
+        """
+        if self.reader is None:
+            raise RuntimeError(f"{self.digest} is not attached to a store; read it with store.blobs.read()")
+        return self.reader(self.digest)
+
+    def text(self, encoding: str = "utf-8") -> str:
+        """Return the blob decoded as text."""
+        return self.read_bytes().decode(encoding)
+
+    def json(self) -> Any:
+        """Return the blob parsed as JSON."""
+        return json.loads(self.read_bytes())
+
+    def to_json(self) -> dict[str, Any]:
+        """The reference object written into payloads."""
+        return {"$blob": self.digest, "size": self.size, "media_type": self.media_type}
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any], reader: BlobReader | None = None,
+                  *, where: str = "") -> BlobRef:
+        """Build a reference from its payload object, refusing anything malformed.
+
+        Raises:
+            InvalidBlobRefError: the digest is not ``sha256:`` + 64 lower-case hex, or the
+                size is not a non-negative integer.
+        """
+        digest, size = obj.get("$blob"), obj.get("size")
+        if type(digest) is not str or not _DIGEST.fullmatch(digest):
+            raise InvalidBlobRefError(digest, where)
+        if type(size) is not int or size < 0:
+            raise InvalidBlobRefError(obj, where or "size")
+        media = obj.get("media_type") or "application/octet-stream"
+        return cls(digest, size, str(media), reader)
+
+    def __repr__(self) -> str:
+        return f"BlobRef({self.digest[:19]}…, {self.size:,} bytes, {self.media_type})"
+
+
+def is_blob_json(obj: Any) -> bool:
+    """True if ``obj`` is a payload object of the form ``{"$blob": ..., ...}``."""
+    return type(obj) is dict and "$blob" in obj

@@ -1,0 +1,66 @@
+"""Canonical JSON: golden vectors, refusals with field paths, round trips."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from pyrsistent import pmap, pvector
+
+from agentlog.canonical import canonical_json
+from agentlog.chain import chain_hash
+from agentlog.errors import CanonicalJSONError
+from agentlog.event import BlobRef
+from agentlog.testing.strategies import json_values
+
+GOLDEN = json.loads((Path(__file__).parents[1] / "golden" / "canonical.json").read_text("utf-8"))
+
+
+@pytest.mark.parametrize("vector", GOLDEN["vectors"], ids=lambda v: v["name"])
+def test_golden_vectors(vector: dict) -> None:
+    text = canonical_json(vector["input"])
+    assert text == vector["canonical"]
+    assert hashlib.sha256(text.encode()).hexdigest() == vector["sha256"]
+
+
+def test_golden_chain_hash() -> None:
+    chain = GOLDEN["chain"]
+    assert chain_hash(chain["prev"], chain["body"]) == chain["hash"]
+
+
+def test_persistent_structures_encode_like_plain_ones() -> None:
+    value = pmap({"b": pvector([1, pmap({"y": 2, "x": 1})]), "a": (1, 2)})
+    assert canonical_json(value) == '{"a":[1,2],"b":[1,{"x":1,"y":2}]}'
+
+
+def test_blob_ref_encodes_as_its_reference() -> None:
+    ref = BlobRef("sha256:" + "0" * 64, 5, "text/plain")
+    assert canonical_json({"p": ref}) == (
+        '{"p":{"$blob":"sha256:' + "0" * 64 + '","media_type":"text/plain","size":5}}')
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ({"x": float("nan")}, "payload.x: NaN is not JSON; use null or a string"),
+    ({"x": [1, float("inf")]}, "payload.x[1]: infinity is not JSON; use null or a string"),
+    ({"x": {1: "a"}}, "payload.x[1]: keys must be strings, got int"),
+    ({"x": {"s": {1, 2}}}, "payload.x.s: set is not JSON"),
+    ({"x": b"raw"}, "payload.x: bytes is not JSON (store bytes with put_blob)"),
+    ({"x": Decimal("1.5")}, "payload.x: Decimal is not JSON"),
+    ({"x": "\ud800"}, "payload.x: string is not valid UTF-8 (surrogates not allowed at 0)"),
+])
+def test_refusals_name_the_field(value: object, message: str) -> None:
+    with pytest.raises(CanonicalJSONError) as info:
+        canonical_json(value, path="payload")
+    assert str(info.value) == message
+    assert isinstance(info.value, ValueError)
+
+
+@given(json_values())
+def test_round_trip(value: object) -> None:
+    text = canonical_json(value)
+    assert json.loads(text) == value
+    assert canonical_json(json.loads(text)) == text
