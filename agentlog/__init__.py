@@ -25,6 +25,9 @@ _EXPORTS: dict[str, str] = {
     "canonical_json": "agentlog.canonical:canonical_json",
     "chain_hash": "agentlog.chain:chain_hash",
     "errors": "agentlog.errors",
+    "keys": "agentlog.keys",
+    # record
+    "pricing": "agentlog.record.pricing",
     # errors most users catch
     "AgentlogError": "agentlog.errors:AgentlogError",
     "CanonicalJSONError": "agentlog.errors:CanonicalJSONError",
@@ -32,17 +35,19 @@ _EXPORTS: dict[str, str] = {
     "RunLockedError": "agentlog.errors:RunLockedError",
     "RunNotFoundError": "agentlog.errors:RunNotFoundError",
     "StoreError": "agentlog.errors:StoreError",
+    "UnknownModelWarning": "agentlog.errors:UnknownModelWarning",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from . import errors
+    from . import errors, keys
     from .canonical import canonical_json
     from .chain import GENESIS, Problem, chain_hash
     from .errors import (AgentlogError, CanonicalJSONError, PatchError, RunLockedError,
-                         RunNotFoundError, StoreError)
+                         RunNotFoundError, StoreError, UnknownModelWarning)
     from .event import BlobRef, Event
+    from .record import pricing
 
 
 def __getattr__(name: str) -> Any:

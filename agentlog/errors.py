@@ -25,12 +25,17 @@
     │   └── ReducerError                       a reducer raised; names the seq and the type
     ├── RecordError                            the recorder SDK
     │   ├── PricingError (LookupError)
+    │   ├── UsageError (ValueError)            token counts that cannot be normalised
     │   └── ToolError                          a recorded tool failed (re-raised on replay)
     ├── ReplayError                            replay and fork
     │   ├── ReplayMissError (LookupError)      a call with no recorded response
     │   └── DivergenceError                    strict replay found a different event
     └── AgentError                             the loop runtime
         └── BudgetExceededError
+
+Warnings (``warnings.warn``, never raised)::
+
+    UnknownModelWarning (UserWarning)          no price for a model: its cost is recorded as unknown
 
 Facts become attributes, and every message names the run, the seq, the field or the file,
 and, where there is one, the next step.
@@ -70,6 +75,8 @@ __all__ = [
     "StoreError",
     "StorePathError",
     "ToolError",
+    "UnknownModelWarning",
+    "UsageError",
     "missing_dependency",
 ]
 
@@ -259,6 +266,28 @@ class RecordError(AgentlogError):
 
 class PricingError(RecordError, LookupError):
     """A price lookup or price override is malformed."""
+
+
+class UsageError(RecordError, ValueError):
+    """A usage report whose token counts cannot be normalised (negative, parts above the whole)."""
+
+    def __init__(self, field: str, value: Any, problem: str) -> None:
+        self.field, self.value, self.problem = field, value, problem
+        super().__init__(f"usage {field}={value!r}: {problem}")
+
+
+class UnknownModelWarning(UserWarning):
+    """No price is known for a model, so its cost is recorded as unknown (``None``), never guessed.
+
+    Warned once per model per process. ``model`` and ``provider`` name what was looked up.
+    """
+
+    def __init__(self, model: str, provider: str | None = None) -> None:
+        self.model, self.provider = model, provider
+        via = f" (provider {provider!r})" if provider else ""
+        super().__init__(f"no price for model {model!r}{via} in genai-prices; its cost is recorded as "
+                         f"unknown. Set one with al.pricing.set({model!r}, input=..., output=...) "
+                         "in USD per million tokens")
 
 
 class ToolError(RecordError):

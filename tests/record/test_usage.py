@@ -1,0 +1,262 @@
+"""Usage normalisation: every provider's shape to the OpenTelemetry GenAI convention.
+
+Expected numbers are computed by hand in comments; genai-prices' own extractors are a second
+opinion where they read the same shape.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from types import SimpleNamespace
+from typing import Any
+
+import genai_prices
+import pytest
+
+from agentlog.errors import UsageError
+from agentlog.record.usage import Usage, detect_shape, normalize_usage
+
+OPENAI_CHAT = {"prompt_tokens": 2006, "completion_tokens": 300, "total_tokens": 2306,
+               "prompt_tokens_details": {"cached_tokens": 1920, "audio_tokens": 0},
+               "completion_tokens_details": {"reasoning_tokens": 192}}
+OPENAI_RESPONSES = {"input_tokens": 5000, "output_tokens": 900, "total_tokens": 5900,
+                    "input_tokens_details": {"cached_tokens": 4096},
+                    "output_tokens_details": {"reasoning_tokens": 600}}
+ANTHROPIC = {"input_tokens": 50, "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 200,
+             "output_tokens": 30}
+GEMINI = {"promptTokenCount": 1200, "candidatesTokenCount": 80, "thoughtsTokenCount": 40,
+          "cachedContentTokenCount": 1000, "toolUsePromptTokenCount": 10, "totalTokenCount": 1330}
+OPENROUTER = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120, "cost": 0.00123,
+              "prompt_tokens_details": {"cached_tokens": 0}}
+
+SHAPES: dict[str, tuple[dict[str, Any], Usage]] = {
+    # prompt_tokens already includes the 1920 cached; completion includes the 192 reasoning.
+    "openai_chat": (OPENAI_CHAT, Usage(input_tokens=2006, output_tokens=300, cached_tokens=1920,
+                                       reasoning_tokens=192)),
+    "openai_responses": (OPENAI_RESPONSES, Usage(input_tokens=5000, output_tokens=900, cached_tokens=4096,
+                                                 reasoning_tokens=600)),
+    # Anthropic's input_tokens (50) excludes the cache: 50 + 1000 read + 200 written = 1250.
+    "anthropic": (ANTHROPIC, Usage(input_tokens=1250, output_tokens=30, cached_tokens=1000,
+                                   cache_write_tokens=200)),
+    # 1200 prompt (1000 cached within) + 10 tool-use prompt = 1210; 80 candidates + 40 thoughts = 120.
+    "gemini": (GEMINI, Usage(input_tokens=1210, output_tokens=120, cached_tokens=1000, reasoning_tokens=40)),
+    "openrouter": (OPENROUTER, Usage(input_tokens=100, output_tokens=20, cost_usd=0.00123)),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_each_shape_by_hand(shape: str) -> None:
+    raw, expected = SHAPES[shape]
+    assert normalize_usage(raw) == expected
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_normalising_twice_changes_nothing(shape: str) -> None:
+    usage = normalize_usage(SHAPES[shape][0])
+    assert normalize_usage(usage) is usage
+    assert normalize_usage(usage.to_dict()) == usage
+    assert normalize_usage(dataclasses.asdict(usage)) == usage
+    assert usage.to_dict() == dataclasses.asdict(usage)
+
+
+def test_openai_chat_cache_write_and_deepseek_cache_hits() -> None:
+    raw = {"prompt_tokens": 1000, "completion_tokens": 5,
+           "prompt_tokens_details": {"cached_tokens": 600, "cache_write_tokens": 300}}
+    assert normalize_usage(raw) == Usage(input_tokens=1000, output_tokens=5, cached_tokens=600,
+                                         cache_write_tokens=300)
+    deepseek = {"prompt_tokens": 900, "completion_tokens": 7, "prompt_cache_hit_tokens": 800,
+                "prompt_cache_miss_tokens": 100}
+    assert normalize_usage(deepseek) == Usage(input_tokens=900, output_tokens=7, cached_tokens=800)
+
+
+def test_anthropic_cache_creation_split_by_ttl() -> None:
+    raw = {"input_tokens": 10, "output_tokens": 1,
+           "cache_creation": {"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 50}}
+    assert normalize_usage(raw) == Usage(input_tokens=160, output_tokens=1, cache_write_tokens=150)
+
+
+def test_anthropic_sdk_dump_with_null_cache_fields() -> None:
+    # anthropic's Usage.model_dump() writes None for the cache fields when there was no caching.
+    raw = {"input_tokens": 12, "output_tokens": 3, "cache_creation_input_tokens": None,
+           "cache_read_input_tokens": None, "server_tool_use": None, "service_tier": "standard"}
+    assert normalize_usage(raw) == Usage(input_tokens=12, output_tokens=3)
+
+
+def test_gemini_snake_case_from_the_sdk() -> None:
+    raw = {"prompt_token_count": 1200, "candidates_token_count": 80, "thoughts_token_count": 40,
+           "cached_content_token_count": 1000, "total_token_count": 1320}
+    assert normalize_usage(raw) == Usage(input_tokens=1200, output_tokens=120, cached_tokens=1000,
+                                         reasoning_tokens=40)
+
+
+def test_openai_sdk_objects() -> None:
+    usage_types = pytest.importorskip("openai.types")
+    responses = pytest.importorskip("openai.types.responses")
+    chat = usage_types.CompletionUsage.model_validate(OPENAI_CHAT)
+    assert normalize_usage(chat) == SHAPES["openai_chat"][1]
+    resp = responses.ResponseUsage.model_validate(
+        {**OPENAI_RESPONSES, "input_tokens_details": {"cached_tokens": 4096, "cache_write_tokens": 0}})
+    assert normalize_usage(resp) == SHAPES["openai_responses"][1]
+
+
+def test_plain_objects_are_read_by_attribute() -> None:
+    # e.g. an SDK object without model_dump; nested details are objects too.
+    raw = SimpleNamespace(input_tokens=50, output_tokens=30, cache_read_input_tokens=1000,
+                          cache_creation_input_tokens=200)
+    assert normalize_usage(raw) == SHAPES["anthropic"][1]
+    chat = SimpleNamespace(prompt_tokens=10, completion_tokens=2,
+                           prompt_tokens_details=SimpleNamespace(cached_tokens=4))
+    assert normalize_usage(chat) == Usage(input_tokens=10, output_tokens=2, cached_tokens=4)
+
+
+def test_whole_responses_are_unwrapped() -> None:
+    assert normalize_usage({"id": "msg_1", "model": "claude", "usage": ANTHROPIC}) == SHAPES["anthropic"][1]
+    assert normalize_usage({"candidates": [], "usageMetadata": GEMINI}) == SHAPES["gemini"][1]
+
+
+def test_genai_prices_style_cache_read_tokens() -> None:
+    raw = {"input_tokens": 100, "cache_read_tokens": 60, "cache_write_tokens": 10, "output_tokens": 5}
+    assert normalize_usage(raw) == Usage(input_tokens=100, output_tokens=5, cached_tokens=60,
+                                         cache_write_tokens=10)
+
+
+def test_nothing_reported_is_zero_usage() -> None:
+    assert normalize_usage({}) == Usage()
+    assert normalize_usage(None) == Usage()
+
+
+# --- the input_tokens ambiguity: OpenAI Responses vs Anthropic ---------------------------------
+
+
+def test_cache_fields_decide_without_a_provider() -> None:
+    assert detect_shape(ANTHROPIC) == "anthropic"
+    assert detect_shape(OPENAI_RESPONSES) == "openai_responses"
+    assert detect_shape({"input_tokens": 7, "output_tokens": 1}) == "plain"
+    # Anthropic may send output_tokens_details (thinking); it is not an OpenAI marker.
+    assert detect_shape({**ANTHROPIC, "output_tokens_details": {"thinking_tokens": 3}}) == "anthropic"
+
+
+def test_without_cache_fields_both_readings_agree() -> None:
+    raw = {"input_tokens": 7, "output_tokens": 1}
+    expected = Usage(input_tokens=7, output_tokens=1)
+    assert normalize_usage(raw) == normalize_usage(raw, provider="anthropic") == expected
+    assert normalize_usage(raw, provider="openai") == expected
+
+
+def test_provider_decides_when_given() -> None:
+    both = {"input_tokens": 100, "output_tokens": 5, "input_tokens_details": {"cached_tokens": 40},
+            "cache_read_input_tokens": 40}
+    # Anthropic: 100 uncached + 40 read = 140 in all. OpenAI: 100 in all, 40 of them cached.
+    assert normalize_usage(both, provider="anthropic") == Usage(input_tokens=140, output_tokens=5,
+                                                                 cached_tokens=40)
+    assert normalize_usage(both, provider="Anthropic-Vertex") == normalize_usage(both, provider="anthropic")
+    assert normalize_usage(both, provider="openai") == Usage(input_tokens=100, output_tokens=5, cached_tokens=40)
+    assert normalize_usage(both, provider="azure") == normalize_usage(both, provider="openai")
+
+
+def test_conflicting_markers_without_a_provider_are_refused() -> None:
+    both = {"input_tokens": 100, "output_tokens": 5, "input_tokens_details": {"cached_tokens": 40},
+            "cache_read_input_tokens": 40}
+    with pytest.raises(UsageError) as info:
+        normalize_usage(both)
+    assert str(info.value) == ("usage input_tokens=100: the report has both Anthropic cache fields and OpenAI "
+                               "input_tokens_details; pass provider='anthropic' or provider='openai'")
+
+
+def test_an_unknown_provider_falls_back_to_the_fields() -> None:
+    assert normalize_usage(ANTHROPIC, provider="my-gateway") == SHAPES["anthropic"][1]
+
+
+# --- agreement with genai-prices' extractors ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("shape", "provider_id", "flavor", "model"), [
+    ("openai_chat", "openai", "chat", "gpt-4o"),
+    ("openai_responses", "openai", "responses", "gpt-4o"),
+    ("anthropic", "anthropic", "default", "claude-3-5-sonnet"),
+])
+def test_agrees_with_genai_prices_extract_usage(shape: str, provider_id: str, flavor: str, model: str) -> None:
+    raw = SHAPES[shape][0]
+    extracted = genai_prices.extract_usage({"model": model, "usage": raw}, provider_id=provider_id,
+                                           api_flavor=flavor).usage
+    ours = normalize_usage(raw)
+    assert ours.input_tokens == extracted.input_tokens
+    assert ours.output_tokens == extracted.output_tokens
+    assert ours.cached_tokens == extracted.cache_read_tokens
+    assert ours.cache_write_tokens == extracted.cache_write_tokens
+
+
+def test_gemini_agrees_with_genai_prices() -> None:
+    extracted = genai_prices.extract_usage({"modelVersion": "gemini-2.5-pro", "usageMetadata": GEMINI},
+                                           provider_id="google").usage
+    ours = normalize_usage(GEMINI)
+    assert (ours.input_tokens, ours.output_tokens, ours.cached_tokens, ours.reasoning_tokens) == (
+        extracted.input_tokens, extracted.output_tokens, extracted.cache_read_tokens,
+        extracted.output_reasoning_tokens)
+
+
+# --- refusals ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ({"prompt_tokens": -1, "completion_tokens": 0}, "usage prompt_tokens=-1: token counts are non-negative integers"),
+    ({"prompt_tokens": True, "completion_tokens": 0},
+     "usage prompt_tokens=True: token counts are non-negative integers"),
+    ({"prompt_tokens": "12", "completion_tokens": 0},
+     "usage prompt_tokens='12': token counts are non-negative integers"),
+    ({"prompt_tokens": 1.5, "completion_tokens": 0},
+     "usage prompt_tokens=1.5: token counts are non-negative integers"),
+    ({"prompt_tokens": 10, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 11}},
+     "usage cached_tokens=11: cache reads and writes (11) exceed input_tokens (10)"),
+    ({"prompt_tokens": 10, "completion_tokens": 1, "completion_tokens_details": {"reasoning_tokens": 2}},
+     "usage reasoning_tokens=2: exceeds output_tokens (1)"),
+    ({"prompt_tokens": 10, "completion_tokens": 1, "cost": float("nan")},
+     "usage cost=nan: a cost is a finite, non-negative number of USD"),
+    ({"prompt_tokens": 10, "completion_tokens": 1, "cost": -0.1},
+     "usage cost=-0.1: a cost is a finite, non-negative number of USD"),
+    ({"total": 5}, ("usage *=['total']: no token counts found; expected an OpenAI, Anthropic, Gemini or "
+                    "agentlog usage shape")),
+])
+def test_bad_reports_are_refused_with_the_field(raw: dict[str, Any], message: str) -> None:
+    with pytest.raises(UsageError) as info:
+        normalize_usage(raw)
+    assert str(info.value) == message
+    assert isinstance(info.value, ValueError)
+
+
+def test_integral_floats_are_counts() -> None:
+    assert normalize_usage({"prompt_tokens": 12.0, "completion_tokens": 3}).input_tokens == 12
+
+
+# --- the Usage record ---------------------------------------------------------------------------
+
+
+def test_usage_properties_and_defaults() -> None:
+    u = Usage(input_tokens=1250, output_tokens=30, cached_tokens=1000, cache_write_tokens=200)
+    assert u.uncached_input_tokens == 50
+    assert u.total_tokens == 1280
+    assert u.cost_usd is None
+    assert Usage() == Usage(input_tokens=0, output_tokens=0, cached_tokens=0, cache_write_tokens=0,
+                            reasoning_tokens=0, cost_usd=None)
+
+
+def test_usage_is_frozen_and_keyword_only() -> None:
+    u = Usage(input_tokens=1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        u.input_tokens = 2  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Usage(1, 2)  # type: ignore[misc]
+
+
+def test_usage_cost_is_a_float() -> None:
+    assert Usage(cost_usd=1).cost_usd == 1.0
+    assert isinstance(Usage(cost_usd=1).cost_usd, float)
+    with pytest.raises(UsageError, match="usage cost_usd=True"):
+        Usage(cost_usd=True)  # type: ignore[arg-type]
+
+
+def test_cache_writes_count_against_input_too() -> None:
+    with pytest.raises(UsageError) as info:
+        Usage(input_tokens=10, cached_tokens=5, cache_write_tokens=6)
+    assert info.value.field == "cache_write_tokens"
+    assert str(info.value) == "usage cache_write_tokens=6: cache reads and writes (11) exceed input_tokens (10)"
