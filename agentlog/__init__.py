@@ -25,9 +25,47 @@ _EXPORTS: dict[str, str] = {
     "canonical_json": "agentlog.canonical:canonical_json",
     "chain_hash": "agentlog.chain:chain_hash",
     "errors": "agentlog.errors",
+    "fold": "agentlog.fold",
     "keys": "agentlog.keys",
-    # record
-    "pricing": "agentlog.record.pricing",
+    # record, replay, fork
+    "Divergence": "agentlog.capture.divergence:Divergence",
+    "LLMCallError": "agentlog.capture.recorder:LLMCallError",
+    "LLMResult": "agentlog.capture.llm:LLMResult",
+    "Recorder": "agentlog.capture.recorder:Recorder",
+    "ReplayResult": "agentlog.capture.replay:ReplayResult",
+    "arecord": "agentlog.capture.session:arecord",
+    "edit": "agentlog.edit",
+    "fork": "agentlog.capture.fork:fork",
+    "http": "agentlog.capture.transport",
+    "pricing": "agentlog.capture.pricing",
+    "record": "agentlog.capture.session:record",
+    "recording": "agentlog.capture.session:recording",
+    "replay": "agentlog.capture.replay:replay",
+    "span": "agentlog.capture.recorder:span",
+    "testing": "agentlog.testing",
+    "tool": "agentlog.capture.recorder:tool",
+    # store
+    "BlobStore": "agentlog.store:BlobStore",
+    "Durability": "agentlog.store:Durability",
+    "GCReport": "agentlog.store:GCReport",
+    "Run": "agentlog.store:Run",
+    "RunWriter": "agentlog.store:RunWriter",
+    "Store": "agentlog.store:Store",
+    "TornWALWarning": "agentlog.store:TornWALWarning",
+    "VerifyReport": "agentlog.store:VerifyReport",
+    "open": "agentlog.store:open",
+    # fold: events -> state
+    "DeterminismReport": "agentlog.fold:DeterminismReport",
+    "Patch": "agentlog.fold:Patch",
+    "ReducerError": "agentlog.errors:ReducerError",
+    "ReducerRegistrationWarning": "agentlog.fold:ReducerRegistrationWarning",
+    "Reducers": "agentlog.fold:Reducers",
+    "SnapshotIndex": "agentlog.fold:SnapshotIndex",
+    "State": "agentlog.fold:State",
+    "apply_patch": "agentlog.fold:apply_patch",
+    "check_determinism": "agentlog.fold:check_determinism",
+    "diff_states": "agentlog.fold:diff_states",
+    "reducer": "agentlog.fold:reducer",
     # errors most users catch
     "AgentlogError": "agentlog.errors:AgentlogError",
     "CanonicalJSONError": "agentlog.errors:CanonicalJSONError",
@@ -41,13 +79,26 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from . import errors, keys
+    from . import errors, fold, keys
     from .canonical import canonical_json
     from .chain import GENESIS, Problem, chain_hash
     from .errors import (AgentlogError, CanonicalJSONError, PatchError, RunLockedError,
                          RunNotFoundError, StoreError, UnknownModelWarning)
     from .event import BlobRef, Event
-    from .record import pricing
+    from .errors import ReducerError
+    from .fold import (DeterminismReport, Patch, ReducerRegistrationWarning, Reducers,
+                       SnapshotIndex, State, apply_patch, check_determinism, diff_states, reducer)
+    from . import edit, testing
+    from .capture import pricing
+    from .capture import transport as http
+    from .capture.divergence import Divergence
+    from .capture.fork import fork
+    from .capture.llm import LLMResult
+    from .capture.recorder import LLMCallError, Recorder, span, tool
+    from .capture.replay import ReplayResult, replay
+    from .capture.session import arecord, record, recording
+    from .store import (BlobStore, Durability, GCReport, Run, RunWriter, Store, TornWALWarning,
+                        VerifyReport, open)
 
 
 def __getattr__(name: str) -> Any:

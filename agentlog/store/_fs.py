@@ -1,0 +1,76 @@
+"""Small file-system helpers: fsync a directory, write a file atomically, name temp files.
+
+Every temp file the store makes starts with ``.`` and contains ``.tmp-``, so that readers of
+the Hive dataset skip it (pyarrow ignores names starting with ``.``) and ``gc`` can find
+the ones a crash left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+__all__ = ["fsync_dir", "fsync_path", "is_temp_name", "temp_name", "write_atomic"]
+
+_TEMP_MARK = ".tmp-"
+
+
+def temp_name(name: str) -> str:
+    """A unique hidden temp name next to ``name`` (pid and random, so processes never clash).
+
+    >>> n = temp_name("run.json"); n.startswith(".run.json.tmp-") and is_temp_name(n)
+    True
+    """
+    return f".{name}{_TEMP_MARK}{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def is_temp_name(name: str) -> bool:
+    """True for names made by :func:`temp_name`."""
+    return name.startswith(".") and _TEMP_MARK in name
+
+
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """fsync a directory, so that a rename or a new entry in it survives a power loss."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_path(path: str | os.PathLike[str]) -> None:
+    """fsync a file by name."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` so that a reader sees the old or the new file, never half.
+
+    Temp file in the same directory → fsync → rename → fsync the directory.
+
+    Args:
+        path: the file to write.
+        data: its new content.
+        durable: fsync the file and the directory (skip only for ``durability="none"``).
+    """
+    tmp = path.with_name(temp_name(path.name))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if durable:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+    if durable:
+        fsync_dir(path.parent)

@@ -1,0 +1,167 @@
+"""Content-addressed blobs: ``<store>/blobs/sha256/<2 hex>/<62 hex>``, raw bytes.
+
+A blob is written once under the SHA-256 of its bytes and shared by every event and run
+that references it, so twenty references to one page cost one copy. Writing goes through a
+temp file in the same folder, fsync and ``os.replace``, so several processes may write the
+same blob at once and readers never see half a blob. Reading checks the hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+from ..errors import BlobIntegrityError, BlobNotFoundError
+from ..event import BlobRef
+from ._fs import fsync_dir, is_temp_name, temp_name
+
+__all__ = ["BYTES_MEDIA_TYPE", "TEXT_MEDIA_TYPE", "BlobStore"]
+
+#: The media type of ``bytes`` stored without one.
+BYTES_MEDIA_TYPE: Final = "application/octet-stream"
+#: The media type of ``str`` stored without one.
+TEXT_MEDIA_TYPE: Final = "text/plain; charset=utf-8"
+_CHUNK = 1 << 20
+_HEXDIGITS = frozenset("0123456789abcdef")
+
+
+class BlobStore:
+    """The blob folder of a store.
+
+    Args:
+        root: the ``blobs`` folder (created on the first ``put``).
+
+    >>> import tempfile, pathlib
+    >>> blobs = BlobStore(pathlib.Path(tempfile.mkdtemp()) / "blobs")
+    >>> ref = blobs.put("hello")
+    >>> ref.digest[:15], ref.size, ref.media_type, ref.text()
+    ('sha256:2cf24dba', 5, 'text/plain; charset=utf-8', 'hello')
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def __repr__(self) -> str:
+        return f"<BlobStore {self.root}>"
+
+    def path(self, digest: str) -> Path:
+        """The file of a digest (which may not exist).
+
+        Raises:
+            InvalidBlobRefError: ``digest`` is not ``sha256:`` + 64 lower-case hex, so no
+                name outside the blob folder (``sha256:../../x``) can ever be formed.
+        """
+        hex = BlobRef(digest, 0).hex  # validates
+        return self.root / "sha256" / hex[:2] / hex[2:]
+
+    def exists(self, digest: str) -> bool:
+        """True if the blob is stored."""
+        return self.path(digest).is_file()
+
+    def put(self, data: bytes | str, media_type: str | None = None, *,
+            durable: bool = True) -> BlobRef:
+        """Store bytes (or text, as UTF-8) and return their reference.
+
+        Idempotent: a blob already stored is not written again (its mtime is refreshed, so
+        a concurrent ``gc`` with a grace period keeps it).
+
+        Args:
+            data: the content.
+            media_type: what it is; defaults to ``text/plain; charset=utf-8`` for ``str``
+                and ``application/octet-stream`` for ``bytes``.
+            durable: fsync the file and its folder before returning.
+        """
+        if isinstance(data, str):
+            raw = data.encode("utf-8")
+            media_type = media_type or TEXT_MEDIA_TYPE
+        else:
+            raw = bytes(data)
+            media_type = media_type or BYTES_MEDIA_TYPE
+        digest = "sha256:" + hashlib.sha256(raw).hexdigest()
+        self.write(digest, raw, durable=durable)
+        return BlobRef(digest, len(raw), media_type, self.read)
+
+    def write(self, digest: str, raw: bytes, *, durable: bool = True) -> None:
+        """Store ``raw`` under ``digest``, which the caller has computed from ``raw``."""
+        final = self.path(digest)
+        try:
+            os.utime(final)
+            return  # already stored
+        except FileNotFoundError:
+            pass
+        if not final.parent.is_dir():
+            final.parent.mkdir(parents=True, exist_ok=True)
+            if durable:  # the new folders' names must survive too
+                for folder in (final.parent.parent, self.root, self.root.parent):
+                    fsync_dir(folder)
+        tmp = final.with_name(temp_name(final.name))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(raw)
+            while view:
+                view = view[os.write(fd, view):]
+            if durable:
+                os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        os.close(fd)
+        # Several writers of one blob all write the same bytes; the last rename wins.
+        os.replace(tmp, final)
+        if durable:
+            fsync_dir(final.parent)
+
+    def read(self, digest: str) -> bytes:
+        """The bytes of a blob, checked against its digest.
+
+        Raises:
+            BlobNotFoundError: the blob is not stored.
+            BlobIntegrityError: the bytes do not hash to the digest.
+            InvalidBlobRefError: ``digest`` is malformed.
+        """
+        path = self.path(digest)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise BlobNotFoundError(digest, str(path)) from None
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != digest[7:]:
+            raise BlobIntegrityError(digest, actual, str(path))
+        return data
+
+    def hash_file(self, digest: str) -> str:
+        """The SHA-256 (hex) of a stored blob's bytes, read in chunks.
+
+        Raises:
+            BlobNotFoundError: the blob is not stored.
+        """
+        path = self.path(digest)
+        h = hashlib.sha256()
+        try:
+            with path.open("rb") as f:
+                while chunk := f.read(_CHUNK):
+                    h.update(chunk)
+        except FileNotFoundError:
+            raise BlobNotFoundError(digest, str(path)) from None
+        return h.hexdigest()
+
+    def __iter__(self) -> Iterator[str]:
+        """The digests of the stored blobs (in no particular order)."""
+        base = self.root / "sha256"
+        try:
+            prefixes = os.scandir(base)
+        except FileNotFoundError:
+            return
+        with prefixes:
+            for prefix in prefixes:
+                if len(prefix.name) != 2 or not prefix.is_dir():
+                    continue
+                with os.scandir(prefix.path) as entries:
+                    for entry in entries:
+                        name = entry.name
+                        if len(name) == 62 and _HEXDIGITS.issuperset(name) and not is_temp_name(name):
+                            yield f"sha256:{prefix.name}{name}"

@@ -1,0 +1,147 @@
+"""Turn what a program emits into the payload that is hashed and stored, in one walk.
+
+On the way: secrets under a redacted key become ``"[REDACTED]"`` (before hashing, since
+redacting later would break the chain); ``bytes`` and long strings become blobs; blob
+reference objects become :class:`BlobRef`; mappings become dicts and sequences lists. The
+result is then encoded by :func:`agentlog.canonical.canonical_json`, which refuses anything
+that has no canonical form and names its path.
+
+Blobs are only hashed here; the writer stores them once the whole event is accepted, so a
+rejected emit writes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ..errors import InvalidBlobRefError
+from ..event import BlobRef
+from .blobs import BYTES_MEDIA_TYPE, TEXT_MEDIA_TYPE
+
+__all__ = ["DEFAULT_REDACT", "REDACTED", "PayloadPreparer", "PreparedPayload"]
+
+#: Keys whose values never reach the disk (compared case-insensitively).
+DEFAULT_REDACT: Final = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key",
+                                   "cookie", "set-cookie"})
+#: What a redacted value is replaced with.
+REDACTED: Final = "[REDACTED]"
+
+_BINARY = (bytes, bytearray, memoryview)
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedPayload:
+    """A payload ready to encode: the value and the blobs it needs stored."""
+
+    value: dict[str, Any]
+    """The payload as it will be stored, with :class:`BlobRef` objects for blobs."""
+    new_blobs: list[tuple[BlobRef, bytes]]
+    """Blobs made from values of this payload: ``(ref, bytes)`` to store."""
+    refs: list[tuple[BlobRef, str]]
+    """References the program passed in, with their paths, to check they are stored."""
+
+
+class PayloadPreparer:
+    """One writer's payload walk: its redaction set, blob threshold and blob reader.
+
+    >>> p = PayloadPreparer(redact=["X-Secret"], threshold=8, reader=None)
+    >>> out = p.prepare({"Authorization": "Bearer s3cr3t", "x-secret": 1, "big": "0123456789"})
+    >>> out.value["Authorization"], out.value["x-secret"], out.value["big"].size
+    ('[REDACTED]', '[REDACTED]', 10)
+    """
+
+    def __init__(self, *, redact: Iterable[str], threshold: int,
+                 reader: Callable[[str], bytes] | None) -> None:
+        self.redact = DEFAULT_REDACT | {name.lower() for name in redact}
+        self.threshold = threshold
+        self._reader = reader
+        # A str of n characters has between n and 4n UTF-8 bytes: below this length no
+        # encoding is needed to know it stays inline.
+        self._quick = threshold // 4
+
+    def prepare(self, payload: Mapping[str, Any]) -> PreparedPayload:
+        """Walk ``payload`` once; the caller has checked that it is a mapping.
+
+        Raises:
+            InvalidBlobRefError: an object with a ``$blob`` key is not a valid reference
+                (every such object is read back as a reference, so none may be ambiguous).
+        """
+        if "$blob" in payload:
+            # Read back it would decode as a BlobRef, not a mapping.
+            raise InvalidBlobRefError(payload["$blob"], "payload (a payload cannot itself be a "
+                                                        "blob reference; put it under a key)")
+        new: list[tuple[BlobRef, bytes]] = []
+        refs: list[tuple[BlobRef, str]] = []
+        value = self._mapping(payload, "payload", new, refs)
+        return PreparedPayload(value, new, refs)
+
+    def _mapping(self, obj: Mapping[Any, Any], path: str, new: list[tuple[BlobRef, bytes]],
+                 refs: list[tuple[BlobRef, str]]) -> dict[Any, Any]:
+        redact, walk = self.redact, self._walk
+        out: dict[Any, Any] = {}
+        for key, item in obj.items():
+            if type(key) is str and key.lower() in redact:
+                out[key] = REDACTED
+            else:
+                out[key] = walk(item, path, key, new, refs)
+        return out
+
+    def _walk(self, value: Any, parent: str, key: Any, new: list[tuple[BlobRef, bytes]],
+              refs: list[tuple[BlobRef, str]]) -> Any:
+        t = type(value)
+        if t is str:
+            n = len(value)
+            if n > self._quick and (n > self.threshold or _utf8_len(value) > self.threshold):
+                try:
+                    raw = value.encode("utf-8")
+                except UnicodeEncodeError:
+                    return value  # canonical_json names the field
+                return self._blob(raw, TEXT_MEDIA_TYPE, new)
+            return value
+        if t is int or t is float or t is bool or value is None:
+            return value
+        if t is dict or isinstance(value, Mapping):
+            path = _join(parent, key)
+            if "$blob" in value:
+                ref = BlobRef.from_json(value, self._reader, where=path)
+                refs.append((ref, path))
+                return ref
+            return self._mapping(value, path, new, refs)
+        if t is list or t is tuple:
+            path = _join(parent, key)
+            return [self._walk(item, path, i, new, refs) for i, item in enumerate(value)]
+        if isinstance(value, BlobRef):
+            ref = BlobRef(value.digest, value.size, value.media_type, self._reader)
+            refs.append((ref, _join(parent, key)))
+            return ref
+        if isinstance(value, _BINARY):
+            return self._blob(bytes(value), BYTES_MEDIA_TYPE, new)
+        if isinstance(value, Sequence) and not isinstance(value, str):  # PVector, ...
+            path = _join(parent, key)
+            return [self._walk(item, path, i, new, refs) for i, item in enumerate(value)]
+        return value  # scalars subclasses pass; anything else is refused by canonical_json
+
+    def _blob(self, raw: bytes, media_type: str, new: list[tuple[BlobRef, bytes]]) -> BlobRef:
+        ref = BlobRef("sha256:" + hashlib.sha256(raw).hexdigest(), len(raw), media_type,
+                      self._reader)
+        new.append((ref, raw))
+        return ref
+
+
+def _join(parent: str, key: Any) -> str:
+    # Same spelling as canonical_json's paths, so messages agree.
+    if type(key) is int:
+        return f"{parent}[{key}]"
+    return f"{parent}.{key}" if type(key) is str else f"{parent}[{key!r}]"
+
+
+def _utf8_len(text: str) -> int:
+    if text.isascii():
+        return len(text)
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return 0  # lone surrogate: stays inline, and canonical_json refuses it by path

@@ -1,0 +1,170 @@
+"""The Parquet schema of the event table (version 1) and sealed segment files.
+
+A segment holds a contiguous range of a run's events, is named by its first seq
+(``events-000000000000.parquet``), is zstd-compressed and never changes once renamed into
+place. It has no ``run_id`` column: the run is the Hive partition ``run_id=<id>`` of the
+folder, so the whole ``runs/`` folder reads as one dataset.
+
+The schema version is written in the Parquet key-value metadata (``agentlog.schema_version``);
+a newer version is refused with :class:`~agentlog.errors.SchemaVersionError`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import CorruptSegmentError, SchemaVersionError
+from ._fs import fsync_dir, temp_name
+
+__all__ = [
+    "COLUMNS", "SCHEMA", "SCHEMA_VERSION", "SCHEMA_VERSION_KEY", "check_schema_version",
+    "empty_table", "parse_segment_name", "read_segment", "rows_to_table", "segment_name",
+    "write_segment",
+]
+
+#: The version of the on-disk format this agentlog writes and the newest it reads.
+SCHEMA_VERSION: Final = 1
+#: The Parquet key-value metadata key holding the schema version.
+SCHEMA_VERSION_KEY: Final = "agentlog.schema_version"
+
+_TEXT = pa.string()
+_DICT = pa.dictionary(pa.int32(), pa.string())
+_TS = pa.timestamp("us", tz="UTC")
+
+#: The event table, in column order. Only seq, type, ts, payload and hash are required.
+SCHEMA: Final = pa.schema([
+    pa.field("seq", pa.int64(), nullable=False),
+    pa.field("type", _DICT, nullable=False),
+    pa.field("actor", _TEXT),
+    pa.field("caused_by", pa.int64()),
+    pa.field("span_id", _TEXT),
+    pa.field("ts", _TS, nullable=False),
+    pa.field("payload", _TEXT, nullable=False),
+    pa.field("model", _TEXT),
+    pa.field("input_tokens", pa.int64()),
+    pa.field("output_tokens", pa.int64()),
+    pa.field("cached_tokens", pa.int64()),
+    pa.field("cost_usd", pa.float64()),
+    pa.field("duration_ms", pa.float64()),
+    pa.field("hash", _TEXT, nullable=False),
+], metadata={SCHEMA_VERSION_KEY: str(SCHEMA_VERSION)})
+
+#: Column names in schema order; a row tuple has its values in this order.
+COLUMNS: Final = tuple(SCHEMA.names)
+
+_NAME = re.compile(r"events-(\d{12})\.parquet")
+
+
+def segment_name(first_seq: int) -> str:
+    """The file name of the segment whose first event is ``first_seq``.
+
+    >>> segment_name(65536)
+    'events-000000065536.parquet'
+    """
+    return f"events-{first_seq:012d}.parquet"
+
+
+def parse_segment_name(name: str) -> int | None:
+    """The first seq of a segment file name, or ``None`` if ``name`` is not a segment.
+
+    >>> parse_segment_name("events-000000000007.parquet"), parse_segment_name("run.json")
+    (7, None)
+    """
+    m = _NAME.fullmatch(name)
+    return int(m.group(1)) if m else None
+
+
+def check_schema_version(found: Any, path: str | os.PathLike[str]) -> None:
+    """Refuse a schema version this agentlog cannot read.
+
+    Raises:
+        SchemaVersionError: ``found`` is not a known version (newer, or not a version at all).
+    """
+    try:
+        version = int(found)
+    except (TypeError, ValueError):
+        raise SchemaVersionError(str(path), found, SCHEMA_VERSION) from None
+    if version != SCHEMA_VERSION or isinstance(found, bool):
+        raise SchemaVersionError(str(path), found, SCHEMA_VERSION)
+
+
+def rows_to_table(rows: Sequence[tuple[Any, ...]]) -> pa.Table:
+    """Build a table in :data:`SCHEMA` from row tuples in :data:`COLUMNS` order."""
+    if not rows:
+        return empty_table()
+    columns = list(zip(*rows, strict=True))
+    arrays = [pa.array(values, type=field.type) for values, field in zip(columns, SCHEMA, strict=True)]
+    return pa.Table.from_arrays(arrays, schema=SCHEMA)
+
+
+def empty_table() -> pa.Table:
+    """A table with no rows, in :data:`SCHEMA`."""
+    return SCHEMA.empty_table()
+
+
+def write_segment(directory: Path, table: pa.Table, *, durable: bool = True) -> Path:
+    """Seal ``table`` as a segment in ``directory``: temp file → fsync → rename → fsync dir.
+
+    The bytes depend only on the table (no time, no random), so a run recorded twice with a
+    fixed clock gives byte-identical segments.
+
+    Returns:
+        The path of the segment, named by the table's first seq.
+    """
+    first = table.column("seq")[0].as_py()
+    final = directory / segment_name(first)
+    tmp = directory / temp_name(final.name)
+    try:
+        # One row group per segment: segments are small enough, and readers seek by file.
+        pq.write_table(table, tmp, compression="zstd", row_group_size=max(len(table), 1),
+                       use_dictionary=["type", "actor", "span_id", "model"])
+        if durable:
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, final)
+    if durable:
+        fsync_dir(directory)
+    return final
+
+
+def read_segment(path: Path) -> pa.Table:
+    """Read a sealed segment, checking its schema version and columns.
+
+    Raises:
+        SchemaVersionError: the segment was written by a newer agentlog.
+        CorruptSegmentError: the file is not a readable segment (truncated, wrong columns).
+    """
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise CorruptSegmentError(str(path), f"cannot read the Parquet file ({exc})") from None
+    meta = table.schema.metadata or {}
+    found = meta.get(SCHEMA_VERSION_KEY.encode())
+    if found is None:
+        raise CorruptSegmentError(str(path), f"no {SCHEMA_VERSION_KEY} in the Parquet metadata; "
+                                             "not an agentlog segment")
+    check_schema_version(found.decode("utf-8", "replace"), path)
+    if table.schema.equals(SCHEMA, check_metadata=False):
+        return table.replace_schema_metadata(SCHEMA.metadata)
+    # A segment rewritten by another tool may differ in small ways (a plain string ``type``,
+    # nullability); accept it if it casts, since verify checks the content anyway.
+    if table.schema.names != list(COLUMNS):
+        raise CorruptSegmentError(str(path), f"columns {table.schema.names} are not {list(COLUMNS)}")
+    try:
+        return table.cast(SCHEMA)
+    except (pa.ArrowException, ValueError) as exc:
+        raise CorruptSegmentError(str(path), f"columns do not fit schema version "
+                                             f"{SCHEMA_VERSION} ({exc})") from None

@@ -1,0 +1,366 @@
+"""The store: a folder of runs (one Hive-partitioned Parquet dataset) and shared blobs.
+
+``Store(path)`` touches nothing on disk until the first write, so opening a store that does
+not exist, to read it, leaves no folder behind. Runs are created in a hidden temp folder and
+renamed into ``runs/run_id=<id>`` once their ``run.json`` and lock are in place, so a
+reader never meets half a run.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import sys
+import time
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from ..canonical import canonical_json
+from ..chain import GENESIS
+from ..errors import (
+    AmbiguousRunError,
+    EventNotFoundError,
+    RunExistsError,
+    RunNotFoundError,
+    StoreError,
+    StorePathError,
+)
+from ._fs import fsync_dir, temp_name
+from .blobs import BlobStore
+from .gc import GCReport, collect_garbage
+from .lock import RunLock
+from .meta import (
+    RUN_JSON,
+    check_run_id,
+    initial_meta,
+    new_run_id,
+    read_meta,
+    run_dir_name,
+    run_id_of,
+    write_meta,
+)
+from .run import Run
+from .snapshot import SegmentCache, load_snapshot
+from .verify import VerifyReport, unreadable_report
+from .wal import Durability, TornWALWarning, rewrite_wal
+from .writer import Clock, RunWriter
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
+
+__all__ = ["DEFAULT_STORE", "Store", "open"]
+
+#: Where runs go when neither a path nor ``$AGENTLOG_STORE`` is given.
+DEFAULT_STORE: Final = "./agentlog-runs"
+
+
+class Store:
+    """A folder of runs and blobs.
+
+    Args:
+        path: the store folder; default ``$AGENTLOG_STORE``, else ``./agentlog-runs``.
+
+    Raises:
+        StorePathError: ``path`` exists and is a file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        if path is None:
+            path = os.environ.get("AGENTLOG_STORE") or DEFAULT_STORE
+        self.path = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
+        if self.path.exists() and not self.path.is_dir():
+            raise StorePathError(str(self.path))
+        self.runs_path = self.path / "runs"
+        self.blobs = BlobStore(self.path / "blobs")
+
+    def __repr__(self) -> str:
+        return f"<Store {self.path}>"
+
+    # --- runs -------------------------------------------------------------------------------
+
+    def list_runs(self) -> list[str]:
+        """The ids of the runs, ordered by creation time, then id."""
+        found = []
+        for run_id, run_dir in self._run_dirs():
+            try:
+                created = str(read_meta(run_dir).get("created") or "")
+            except FileNotFoundError:
+                continue  # not a run (yet)
+            except StoreError:
+                created = ""  # still listed: verify reports what is wrong with it
+            found.append((created, run_id))
+        return [run_id for _, run_id in sorted(found)]
+
+    def _run_dirs(self) -> Iterable[tuple[str, Path]]:
+        try:
+            entries = os.scandir(self.runs_path)
+        except FileNotFoundError:
+            return
+        with entries:
+            for entry in entries:
+                run_id = run_id_of(entry.name)
+                if run_id is not None and entry.is_dir():
+                    yield run_id, Path(entry.path)
+
+    def run(self, run_id: str, *, exact: bool = False) -> Run:
+        """The run with this id, or the one run whose id starts with it.
+
+        Raises:
+            RunNotFoundError: no run matches.
+            AmbiguousRunError: the prefix matches several runs.
+            SchemaVersionError: the run was written by a newer agentlog.
+        """
+        run_dir = self._dir(run_id)
+        if run_dir is not None and (run_dir / RUN_JSON).is_file():
+            return Run(self, run_id, run_dir, read_meta(run_dir))
+        if not exact and isinstance(run_id, str) and run_id:
+            matches = sorted(rid for rid, d in self._run_dirs()
+                             if rid.startswith(run_id) and (d / RUN_JSON).is_file())
+            if len(matches) == 1:
+                return self.run(matches[0], exact=True)
+            if matches:
+                raise AmbiguousRunError(run_id, matches)
+        raise RunNotFoundError(str(run_id), str(self.path))
+
+    def _dir(self, run_id: str) -> Path | None:
+        try:
+            return self.runs_path / run_dir_name(check_run_id(run_id))
+        except ValueError:
+            return None
+
+    def __contains__(self, run_id: object) -> bool:
+        run_dir = self._dir(run_id) if isinstance(run_id, str) else None
+        return run_dir is not None and (run_dir / RUN_JSON).is_file()
+
+    # --- writing ----------------------------------------------------------------------------
+
+    def create_run(self, *, name: str | None = None, tags: Iterable[str] | Mapping[str, Any] | None = None,
+                   durability: Durability | str = "fsync", segment_events: int = 65536,
+                   clock: Clock | None = None, run_id: str | None = None,
+                   blob_threshold: int = 16 * 1024, redact: Iterable[str] = (),
+                   fork_of: tuple[str, int] | None = None) -> RunWriter:
+        """Create a run and return its writer (which holds the run's lock).
+
+        Args:
+            name: a label for people.
+            tags: a list of strings or a mapping, stored as given.
+            durability: ``fsync`` (default), ``batch`` or ``none``; see :class:`Durability`.
+            segment_events: seal the WAL into a Parquet segment every this many events.
+            clock: returns seconds since the epoch (like ``time.time``); stamps ``ts``,
+                ``created`` and ``closed``. Inject a fixed one for reproducible runs.
+            run_id: the id; default ``<UTC date>-<time>-<8 random hex>``.
+            blob_threshold: strings longer than this many UTF-8 bytes become blobs.
+            redact: more keys (case-insensitive) whose values are replaced by
+                ``"[REDACTED]"`` before hashing, besides the standard secret headers.
+            fork_of: ``(parent run id, seq)``: the new run shares the parent's events
+                ``0..seq`` (referenced, not copied) and goes on from there; ``seq = -1``
+                shares nothing but records the parent.
+
+        Raises:
+            ValueError: a bad id, durability or size.
+            RunExistsError: a run with this id exists.
+            RunNotFoundError, EventNotFoundError: the fork's parent or seq does not exist.
+        """
+        durability = Durability(durability)
+        _check_positive(segment_events=segment_events, blob_threshold=blob_threshold)
+        redact = tuple(sorted({str(r).lower() for r in redact}))
+        now = _now_us(clock)
+        if run_id is None:
+            run_id = new_run_id(now, secrets.token_hex(4))
+        check_run_id(run_id)
+        tag_value: Any = [] if tags is None else (dict(tags) if isinstance(tags, Mapping) else list(tags))
+        canonical_json(tag_value, path="tags")
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"name must be a str, got {type(name).__name__}")
+        parent, seq, head = None, 0, GENESIS
+        if fork_of is not None:
+            parent_id, at = fork_of
+            base = self.run(parent_id)
+            # at = -1 keeps none of the parent's events (a re-run with other inputs) but still
+            # records the lineage.
+            if not isinstance(at, int) or not -1 <= at < len(base):
+                raise EventNotFoundError(base.id, at, len(base))
+            head = base.event(at).hash if at >= 0 else GENESIS
+            parent = {"run_id": base.id, "seq": at, "hash": head}
+            seq = at + 1
+        if run_id in self:
+            raise RunExistsError(run_id)
+        settings = {"segment_events": segment_events, "blob_threshold": blob_threshold,
+                    "redact": list(redact)}
+        meta = initial_meta(run_id=run_id, name=name, created_us=now, tags=tag_value,
+                            parent=parent, head=head, count=seq, settings=settings)
+        durable = durability is not Durability.NONE
+        if not self.runs_path.is_dir():
+            self.runs_path.mkdir(parents=True, exist_ok=True)
+            if durable:
+                fsync_dir(self.path)
+                fsync_dir(self.path.parent)
+        tmp = self.runs_path / temp_name(run_dir_name(run_id))
+        tmp.mkdir()
+        lock = None
+        try:
+            lock = RunLock.acquire(tmp, run_id)
+            write_meta(tmp, meta, durable=durable)
+            final = self.runs_path / run_dir_name(run_id)
+            try:
+                # A directory rename does not replace a non-empty directory: this is what
+                # makes two processes creating the same id safe.
+                os.rename(tmp, final)
+            except OSError:
+                raise RunExistsError(run_id) from None
+            if durable:
+                fsync_dir(self.runs_path)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return RunWriter(store=self, run_id=run_id, path=final, meta=meta, lock=lock,
+                         durability=durability, clock=clock, segment_events=segment_events,
+                         blob_threshold=blob_threshold, redact=redact, seq=seq, head=head, rows=[])
+
+    def writer(self, run_id: str, *, durability: Durability | str = "fsync",
+               clock: Clock | None = None, segment_events: int | None = None,
+               blob_threshold: int | None = None, redact: Iterable[str] = ()) -> RunWriter:
+        """Reopen a run to append more events (resume, approvals, crash recovery).
+
+        Recovers what a crash left: a torn last WAL line is moved to ``wal.torn-<n>`` with a
+        :class:`TornWALWarning`; WAL events a crash left beside the segment that sealed them
+        are dropped. The settings the run was created with (segment size, blob threshold,
+        redaction) apply unless given here; ``redact`` adds to them.
+
+        Raises:
+            RunNotFoundError, AmbiguousRunError: see :meth:`run`.
+            RunLockedError: another writer holds the run.
+            CorruptWALError, CorruptSegmentError, SchemaVersionError: damage that needs a
+                person; nothing is changed.
+        """
+        durability = Durability(durability)
+        run_dir = self.run(run_id).path
+        run_id = run_id_of(run_dir.name) or run_id
+        lock = RunLock.acquire(run_dir, run_id)
+        try:
+            meta = read_meta(run_dir)
+            settings = dict(meta.get("writer") or {})
+            segment_events = segment_events or int(settings.get("segment_events", 65536))
+            blob_threshold = blob_threshold or int(settings.get("blob_threshold", 16 * 1024))
+            _check_positive(segment_events=segment_events, blob_threshold=blob_threshold)
+            all_redact = tuple(sorted(set(settings.get("redact", [])) | {r.lower() for r in redact}))
+            parent = meta.get("parent")
+            start, prev = (0, GENESIS) if parent is None else (int(parent["seq"]) + 1, str(parent["hash"]))
+            snap = load_snapshot(run_dir, start=start, prev=prev, cache=SegmentCache())
+            durable = durability is not Durability.NONE
+            scan = snap.scan
+            if scan.torn or snap.keep_from:
+                start_byte = scan.ends[snap.keep_from - 1] if snap.keep_from else 0
+                torn_path = rewrite_wal(snap.wal_path, snap.wal_data, start_byte, scan.torn_at,
+                                        durable=durable)
+                if torn_path is not None:
+                    warnings.warn(f"{snap.wal_path}: torn last line {scan.torn_line} "
+                                  f"({len(snap.wal_data) - scan.torn_at} bytes) moved to {torn_path}",
+                                  TornWALWarning, stacklevel=2)
+            meta = dict(meta, status="open", closed=None)
+            if all_redact != tuple(settings.get("redact", [])):
+                meta["writer"] = dict(settings, redact=list(all_redact))
+            write_meta(run_dir, meta, durable=durable)
+        except BaseException:
+            lock.release()
+            raise
+        return RunWriter(store=self, run_id=run_id, path=run_dir, meta=meta, lock=lock,
+                         durability=durability, clock=clock, segment_events=segment_events,
+                         blob_threshold=blob_threshold, redact=all_redact, seq=snap.end,
+                         head=snap.head, rows=list(snap.tail))
+
+    # --- whole store ------------------------------------------------------------------------
+
+    def verify(self, *, progress: bool | None = None) -> dict[str, VerifyReport]:
+        """Verify every run.
+
+        Args:
+            progress: show a progress bar; ``None``: only when stderr is a terminal.
+
+        Returns:
+            A report per run id, in :meth:`list_runs` order.
+        """
+        from tqdm.auto import tqdm
+
+        show = sys.stderr.isatty() if progress is None else progress
+        reports: dict[str, VerifyReport] = {}
+        for run_id in tqdm(self.list_runs(), desc="verify", unit="run", disable=not show):
+            try:
+                run = self.run(run_id, exact=True)
+            except StoreError as exc:
+                reports[run_id] = unreadable_report(run_id, exc)
+                continue
+            reports[run_id] = run.verify()
+        return reports
+
+    def gc(self, *, apply: bool = False, min_age: float = 60.0) -> GCReport:
+        """Find (and with ``apply=True`` delete) blobs no run references, and stale temp files.
+
+        A blob referenced only by a parent's prefix is referenced by the parent, so it is
+        kept; ``gc`` never deletes runs.
+
+        Args:
+            apply: delete; the default is a dry run that only reports.
+            min_age: keep files modified less than this many seconds ago, since a live
+                writer may be about to reference a blob it just stored.
+        """
+        return collect_garbage(self, apply=apply, min_age=min_age)
+
+    def dataset(self) -> ds.Dataset:
+        """The sealed events of all runs as one pyarrow dataset with a ``run_id`` column.
+
+        Builds the dataset from the segment files (so ``run.json`` and WALs beside them do
+        not get in the way) with ``run_id`` read as a string.
+        """
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+
+        files = sorted(str(p) for p in self.runs_path.glob("run_id=*/events-*.parquet"))
+        part = ds.partitioning(pa.schema([("run_id", pa.string())]), flavor="hive")
+        return ds.dataset(files, format="parquet", partitioning=part,
+                          partition_base_dir=str(self.runs_path))
+
+
+def open(path_or_id: str | os.PathLike[str], run_id: str | None = None, *,
+         store: str | os.PathLike[str] | None = None) -> Run:
+    """Open a run for reading.
+
+    Args:
+        path_or_id: a run folder (``…/runs/run_id=X``); or a store folder, with ``run_id``;
+            or a run id (or unique prefix) in ``store`` (default: the default store).
+        run_id: the run, when ``path_or_id`` is a store folder.
+        store: the store to look ``path_or_id`` up in when it is an id.
+
+    Raises:
+        RunNotFoundError: no such run.
+        ValueError: a store folder was given without a run id, and it has several runs.
+    """
+    path = Path(os.fspath(path_or_id)).expanduser()
+    rid = run_id_of(path.name)
+    if rid is not None and (path / RUN_JSON).is_file() and run_id is None:
+        return Store(path.parent.parent).run(rid, exact=True)
+    if path.is_dir() and (path / "runs").is_dir():
+        st = Store(path)
+        if run_id is None:
+            ids = st.list_runs()
+            if len(ids) != 1:
+                raise ValueError(f"{path} holds {len(ids)} runs; say which: al.open({str(path)!r}, run_id)")
+            run_id = ids[0]
+        return st.run(run_id)
+    return Store(store).run(os.fspath(path_or_id))
+
+
+def _now_us(clock: Clock | None) -> int:
+    return time.time_ns() // 1000 if clock is None else round(clock() * 1_000_000)
+
+
+def _check_positive(**values: int) -> None:
+    for name, value in values.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+

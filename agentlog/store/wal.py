@@ -1,0 +1,353 @@
+"""The write-ahead log: the run's unsealed tail, one JSON event per line.
+
+A line is ``{"hash":"<64 hex>","event":<body>}`` followed by ``\\n``, where ``<body>`` is
+exactly the text that was hashed (:func:`agentlog.chain.event_body`). So a line's hash is
+checked without parsing it, and reading a line parses only the small fixed fields around the
+payload, never the payload itself.
+
+A torn last line (the process died in the middle of a write) has no newline, does not parse,
+or does not hash to its stored hash; it is never silently dropped (the writer moves it aside
+to ``wal.torn-<n>``). Garbage on any other line is corruption: :class:`CorruptWALError`.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from ..chain import chain_hash, event_body
+from ..errors import CorruptWALError
+from ._fs import fsync_dir, temp_name, write_atomic
+
+__all__ = ["WAL_NAME", "Durability", "TornWALWarning", "WalAppender", "WalScan", "decode_line",
+           "encode_line", "next_torn_path", "rewrite_wal", "scan_wal"]
+
+WAL_NAME: Final = "wal.jsonl"
+_TORN = re.compile(r"wal\.torn-(\d+)")
+_HEAD = b'{"hash":"'
+_MID = b'","event":'
+_HEX = re.compile(rb"[0-9a-f]{64}")
+_HEAD_KEYS = ("actor", "cached_tokens", "caused_by", "cost_usd", "duration_ms", "input_tokens",
+              "model", "output_tokens")
+_TAIL_KEYS = ("seq", "span_id", "ts", "type")
+
+
+class Durability(enum.StrEnum):
+    """When an appended event is forced to disk.
+
+    Accepts the plain string; a bad value lists the valid ones.
+
+    >>> Durability("batch") is Durability.BATCH
+    True
+    >>> Durability("sometimes")
+    Traceback (most recent call last):
+    ...
+    ValueError: durability 'sometimes' is not one of 'fsync', 'batch', 'none'
+    """
+
+    FSYNC = "fsync"
+    """Each WAL line is written and fsynced before ``emit`` returns (the default)."""
+    BATCH = "batch"
+    """Group commit: fsync every N events or T ms, and on flush, seal and close."""
+    NONE = "none"
+    """Written to the OS, never fsynced: survives a process crash, not a power loss."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> Durability:
+        if isinstance(value, str):
+            for member in cls:
+                if member.value == value.lower():
+                    return member
+        valid = ", ".join(repr(m.value) for m in cls)
+        raise ValueError(f"durability {value!r} is not one of {valid}")
+
+
+class TornWALWarning(RuntimeWarning):
+    """A WAL's last line was torn by a crash; it was set aside (writer) or ignored (reader)."""
+
+
+# --- lines -----------------------------------------------------------------------------------
+
+
+def encode_line(hash: str, body: str) -> bytes:
+    """The WAL line of an event whose body is ``body`` and whose chain hash is ``hash``.
+
+    >>> encode_line("0" * 64, "{}")[:20]
+    b'{"hash":"00000000000'
+    """
+    return f'{{"hash":"{hash}","event":{body}}}\n'.encode()
+
+
+def decode_line(line: bytes) -> tuple[Any, ...]:
+    """The row tuple (in :data:`~agentlog.store.segments.COLUMNS` order) of a WAL line.
+
+    The payload is cut out as text, not parsed; the fields around it are parsed and the body
+    is rebuilt from them to make sure the line is exactly what the writer wrote.
+
+    Args:
+        line: one line without its newline.
+
+    Raises:
+        ValueError: the line is not a well-formed WAL line.
+    """
+    if not line.startswith(_HEAD) or line[73:83] != _MID or not line.endswith(b"}"):
+        raise ValueError("not a WAL line")
+    if not _HEX.fullmatch(line, 9, 73):
+        raise ValueError("the hash is not 64 hex digits")
+    body = line[83:-1].decode("utf-8")
+    # Inside a JSON string every quote is escaped, so these two markers can only be the
+    # structure of the body; the payload sits between them.
+    i, j = body.find(',"payload":'), body.rfind(',"seq":')
+    if i < 0 or j < i + 11:
+        raise ValueError("the event has no payload")
+    head, tail = json.loads(body[:i] + "}"), json.loads("{" + body[j + 1:])
+    if tuple(head) != _HEAD_KEYS or tuple(tail) != _TAIL_KEYS:
+        raise ValueError("the event's fields are not the schema's")
+    payload = body[i + 11:j]
+    if event_body(payload_json=payload, **head, **tail) != body:
+        raise ValueError("the event is not in canonical form")
+    return (tail["seq"], tail["type"], head["actor"], head["caused_by"], tail["span_id"],
+            tail["ts"], payload, head["model"], head["input_tokens"], head["output_tokens"],
+            head["cached_tokens"], head["cost_usd"], head["duration_ms"], line[9:73].decode())
+
+
+def row_body(row: tuple[Any, ...]) -> str:
+    """The hashed body of a row tuple."""
+    (seq, type, actor, caused_by, span_id, ts, payload, model, input_tokens, output_tokens,
+     cached_tokens, cost_usd, duration_ms, _hash) = row
+    return event_body(seq=seq, type=type, payload_json=payload, actor=actor, caused_by=caused_by,
+                      span_id=span_id, ts=ts, model=model, input_tokens=input_tokens,
+                      output_tokens=output_tokens, cached_tokens=cached_tokens,
+                      cost_usd=cost_usd, duration_ms=duration_ms)
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WalScan:
+    """What a WAL holds: its well-formed rows and, if the last line is torn, that line."""
+
+    rows: list[tuple[Any, ...]]
+    """Row tuples of every well-formed line, in file order."""
+    ends: list[int]
+    """The byte offset just past each row's line."""
+    torn_at: int
+    """Byte offset where the torn last line starts (the file size if none)."""
+    torn_line: int
+    """1-based line number of the torn last line (0 if none)."""
+    torn_complete: bool = False
+    """The torn line ends with a newline: damage rather than an interrupted write."""
+    bad: list[tuple[int, str, int]] = field(default_factory=list)
+    """Lenient scans only: ``(line, problem, rows before it)`` for garbage lines."""
+
+    @property
+    def torn(self) -> bool:
+        """True if the last line is torn."""
+        return self.torn_line > 0
+
+    def drop_last(self) -> WalScan:
+        """The same scan with the last row counted as torn (its hash did not check).
+
+        Only for a scan whose last line is a row (not already torn).
+        """
+        start = self.ends[-2] if len(self.ends) > 1 else 0
+        line = len(self.rows) + len(self.bad)
+        return WalScan(self.rows[:-1], self.ends[:-1], start, line, True, self.bad)
+
+
+def scan_wal(data: bytes, path: str, *, strict: bool = True) -> WalScan:
+    """Parse the lines of a WAL.
+
+    Args:
+        data: the file's bytes, read at once (a consistent snapshot).
+        path: the file's name, for messages.
+        strict: raise on garbage in the middle; otherwise list it in ``bad`` (for verify).
+
+    Raises:
+        CorruptWALError: a line that is not the last one is not a well-formed WAL line.
+    """
+    rows: list[tuple[Any, ...]] = []
+    ends: list[int] = []
+    bad: list[tuple[int, str, int]] = []
+    pos, line_no, size = 0, 0, len(data)
+    while pos < size:
+        line_no += 1
+        nl = data.find(b"\n", pos)
+        if nl < 0:  # no newline: the write was interrupted
+            return WalScan(rows, ends, pos, line_no, False, bad)
+        try:
+            rows.append(decode_line(data[pos:nl]))
+        except ValueError as exc:
+            if nl + 1 == size:
+                return WalScan(rows, ends, pos, line_no, True, bad)
+            problem = f"not a well-formed WAL line ({exc})"
+            if strict:
+                raise CorruptWALError(path, line_no, problem) from None
+            bad.append((line_no, problem, len(rows)))
+        else:
+            ends.append(nl + 1)
+        pos = nl + 1
+    return WalScan(rows, ends, size, 0, False, bad)
+
+
+def last_row_checks(scan: WalScan, hash_before: Callable[[int], str | None]) -> bool:
+    """True if the last row's hash follows from the event before it.
+
+    Only the last line can be torn, so only it is hashed here; the rest is verify's job.
+
+    Args:
+        scan: a scan with at least one row.
+        hash_before: the stored hash of a seq before the WAL (``None`` if unknown).
+    """
+    last = scan.rows[-1]
+    seq = last[0]
+    if len(scan.rows) > 1 and scan.rows[-2][0] == seq - 1:
+        prev: str | None = scan.rows[-2][13]
+    else:
+        prev = hash_before(seq - 1)
+    return prev is None or chain_hash(prev, row_body(last)) == last[13]
+
+
+def next_torn_path(directory: Path) -> Path:
+    """``wal.torn-<n>`` with ``n`` one more than any already there."""
+    taken = [int(m.group(1)) for name in os.listdir(directory) if (m := _TORN.fullmatch(name))]
+    return directory / f"wal.torn-{max(taken, default=0) + 1}"
+
+
+def rewrite_wal(path: Path, data: bytes, start: int, end: int, *, durable: bool) -> Path | None:
+    """Keep ``data[start:end]`` as the WAL; move any torn bytes past ``end`` aside first.
+
+    The torn bytes are written to ``wal.torn-<n>`` before the WAL is replaced, so a crash in
+    between leaves a copy, never a loss. The WAL is replaced by rename, so a reader that has
+    it open keeps a consistent old file.
+
+    Returns:
+        The ``wal.torn-<n>`` path, or ``None`` if nothing was torn.
+    """
+    torn_path = None
+    if end < len(data):
+        torn_path = next_torn_path(path.parent)
+        write_atomic(torn_path, data[end:], durable=True)  # evidence: always durable
+    write_atomic(path, data[start:end], durable=durable)
+    return torn_path
+
+
+# --- appending -------------------------------------------------------------------------------
+
+
+class WalAppender:
+    """Appends lines to a WAL with the chosen durability.
+
+    In ``batch`` mode a daemon thread commits (fsyncs) a group at most ``batch_ms`` after its
+    first line, and a group of ``batch_events`` lines is committed at once.
+    """
+
+    def __init__(self, path: Path, durability: Durability, *, batch_events: int = 1024,
+                 batch_ms: float = 50.0) -> None:
+        self.path, self.durability = path, durability
+        created = not path.exists()
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if created and durability is not Durability.NONE:
+            fsync_dir(path.parent)  # fsyncing lines is no use if the file's name is lost
+        self.size = os.fstat(self._fd).st_size
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._batch_events, self._batch_s = batch_events, batch_ms / 1000
+        self._error: BaseException | None = None
+        self._wake, self._stop = threading.Event(), threading.Event()
+        self._thread: threading.Thread | None = None
+        if durability is Durability.BATCH:
+            self._thread = threading.Thread(target=self._group_commits, daemon=True,
+                                            name=f"agentlog-wal-{path.parent.name}")
+            self._thread.start()
+
+    def append(self, data: bytes) -> None:
+        """Write ``data`` (whole lines) at the end; fsync per the durability.
+
+        On failure the file is cut back to where it was, so a failed append leaves no torn
+        line in front of later ones.
+        """
+        with self._lock:
+            if self._error is not None:
+                error, self._error = self._error, None
+                raise OSError(f"{self.path}: a group commit failed") from error
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self._fd, view):]
+                if self.durability is Durability.FSYNC:
+                    os.fsync(self._fd)
+            except BaseException:
+                os.ftruncate(self._fd, self.size)
+                raise
+            self.size += len(data)
+            if self.durability is Durability.BATCH:
+                self._pending += 1
+                if self._pending >= self._batch_events:
+                    self._commit_locked()
+                elif self._pending == 1:
+                    self._wake.set()
+
+    def commit(self) -> None:
+        """fsync what was written (``batch``: the group now; ``none``: nothing)."""
+        with self._lock:
+            self._commit_locked()
+
+    def _commit_locked(self) -> None:
+        if self._pending and self._fd >= 0:
+            os.fsync(self._fd)
+        self._pending = 0
+
+    def _group_commits(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            if self._stop.wait(self._batch_s):
+                return  # close() commits what is left
+            with self._lock:
+                try:
+                    self._commit_locked()
+                except OSError as exc:  # surfaced by the next append
+                    self._error = exc
+
+    def rotate(self, *, durable: bool) -> None:
+        """Start a new, empty WAL (after a seal): create it beside, rename it over, fsync dir.
+
+        A reader that opened the old file keeps reading the old, complete file.
+        """
+        with self._lock:
+            tmp = self.path.with_name(temp_name(self.path.name))
+            fd = os.open(tmp, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+            os.replace(tmp, self.path)
+            if durable:
+                fsync_dir(self.path.parent)
+            os.close(self._fd)
+            self._fd, self.size, self._pending = fd, 0, 0
+
+    def close(self, *, remove: bool = False, durable: bool = True) -> None:
+        """Commit, stop the group-commit thread and close; optionally remove the file."""
+        if self._thread is not None:
+            self._stop.set()
+            self._wake.set()
+            self._thread.join()
+            self._thread = None
+        with self._lock:
+            if self._fd < 0:
+                return
+            try:
+                self._commit_locked()
+            finally:
+                os.close(self._fd)
+                self._fd = -1
+            if remove:
+                self.path.unlink(missing_ok=True)
+                if durable:
+                    fsync_dir(self.path.parent)

@@ -1,0 +1,315 @@
+"""Appending to a run: stamp seq, ts and hash, write the WAL line, seal segments.
+
+An emit prepares the payload (redaction, blobs), encodes it canonically, coerces the usage
+fields to their column types, hashes the event into the chain, stores the new blobs, and
+writes one WAL line with the run's durability. Anything refused before the WAL write leaves
+the run as it was: no seq is used up. Every ``segment_events`` events, and on close, the WAL
+is sealed into a Parquet segment and a new WAL begins.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import threading
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+
+from ..canonical import canonical_json
+from ..chain import chain_hash, event_body
+from ..errors import BlobNotFoundError, CanonicalJSONError, InvalidBlobRefError, RunClosedError
+from ..event import BlobRef, Event
+from .lock import RunLock
+from .meta import iso_time, write_meta
+from .payload import PayloadPreparer
+from .segments import rows_to_table, write_segment
+from .wal import WAL_NAME, Durability, WalAppender, encode_line
+
+if TYPE_CHECKING:
+    from .run import Run
+    from .store import Store
+
+__all__ = ["RunWriter"]
+
+#: Test seam for the crash tests: called with the name of each step of a seal as it is
+#: reached ("segment-written", "segment-renamed", "wal-rotated"). ``None`` in normal use.
+seal_hook: Callable[[str], None] | None = None
+
+Clock = Callable[[], float]
+
+
+class RunWriter:
+    """The one writer of a run. Get one with ``store.create_run()`` or ``store.writer(id)``.
+
+    Use it as a context manager: it closes on exit, with status ``failed`` if the block
+    raised.
+    """
+
+    def __init__(self, *, store: Store, run_id: str, path: Path, meta: dict[str, Any],
+                 lock: RunLock, durability: Durability, clock: Clock | None,
+                 segment_events: int, blob_threshold: int, redact: tuple[str, ...],
+                 seq: int, head: str, rows: list[tuple[Any, ...]]) -> None:
+        self._store, self.id, self.path = store, run_id, path
+        self._meta, self._lock = meta, lock
+        self.durability = durability
+        self._clock = clock
+        self._segment_events = segment_events
+        self._seq, self._head = seq, head
+        self._rows = rows  # the events in the WAL, not yet sealed
+        self._mutex = threading.RLock()
+        self._closed = False
+        self._durable = durability is not Durability.NONE
+        self._prep = PayloadPreparer(redact=redact, threshold=blob_threshold,
+                                     reader=store.blobs.read)
+        self._wal = WalAppender(path / WAL_NAME, durability)
+
+    # --- state ------------------------------------------------------------------------------
+
+    @property
+    def seq(self) -> int:
+        """The seq the next event will get."""
+        return self._seq
+
+    @property
+    def head(self) -> str:
+        """The hash of the last event (the chain's start before the first)."""
+        return self._head
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` ran."""
+        return self._closed
+
+    @property
+    def run(self) -> Run:
+        """A reader of this run, as it is on disk now."""
+        return self._store.run(self.id, exact=True)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"next seq {self._seq:,}"
+        return f"<RunWriter {self.id} {state} {self.durability.value}>"
+
+    # --- appending --------------------------------------------------------------------------
+
+    def emit(self, type: str, payload: Mapping[str, Any] | None = None, *,
+             actor: str | None = None, caused_by: int | None = None,
+             span_id: str | None = None, model: str | None = None,
+             input_tokens: int | None = None, output_tokens: int | None = None,
+             cached_tokens: int | None = None, cost_usd: float | None = None,
+             duration_ms: float | None = None) -> Event:
+        """Append an event and return it as stored.
+
+        Args:
+            type: the dotted event type, e.g. ``llm.response``.
+            payload: a mapping of JSON values; ``bytes`` and long strings become blobs,
+                redacted keys become ``"[REDACTED]"``.
+            actor, caused_by, span_id: where the event comes from.
+            model, input_tokens, output_tokens, cached_tokens, cost_usd, duration_ms: usage,
+                coerced to int (tokens) and float (cost, duration).
+
+        Returns:
+            The stored event: seq, ts and hash stamped, payload as stored (blob references as
+            :class:`~agentlog.event.BlobRef` objects).
+
+        Raises:
+            RunClosedError: the writer is closed.
+            TypeError: the payload is not a mapping, or a field has the wrong type.
+            CanonicalJSONError: a value has no canonical JSON form (path ``payload.…``).
+            InvalidBlobRefError: a blob reference in the payload is malformed.
+            BlobNotFoundError: a blob reference in the payload names a blob not stored.
+        """
+        with self._mutex:
+            if self._closed:
+                raise RunClosedError(self.id)
+            seq = self._seq
+            where = f"run {self.id!r}, seq {seq}"
+            if payload is None:
+                payload = {}
+            elif not isinstance(payload, Mapping):
+                raise TypeError(f"{where}: payload must be a mapping, got {_tname(payload)}")
+            if not isinstance(type, str) or not type:
+                raise TypeError(f"{where}: type must be a non-empty str, got {type!r}")
+            try:
+                prepared = self._prep.prepare(payload)
+            except InvalidBlobRefError as exc:
+                raise InvalidBlobRefError(exc.ref, f"{exc.where} ({where})") from None
+            try:
+                payload_json = canonical_json(prepared.value, path="payload")
+            except CanonicalJSONError as exc:
+                raise CanonicalJSONError(exc.path, f"{exc.problem} ({where})") from None
+            for ref, path in prepared.refs:
+                self._check_ref(ref, path, where)
+            actor = _text(actor, "actor", where)
+            span_id = _text(span_id, "span_id", where)
+            model = _text(model, "model", where)
+            _text(type, "type", where)
+            caused_by = _int(caused_by, "caused_by", where)
+            input_tokens = _int(input_tokens, "input_tokens", where)
+            output_tokens = _int(output_tokens, "output_tokens", where)
+            cached_tokens = _int(cached_tokens, "cached_tokens", where)
+            cost_usd = _real(cost_usd, "cost_usd", where)
+            duration_ms = _real(duration_ms, "duration_ms", where)
+            if caused_by is not None and not 0 <= caused_by < seq:
+                raise ValueError(f"{where}: caused_by {caused_by} is not an earlier seq")
+            ts = self._now()
+            body = event_body(seq=seq, type=type, payload_json=payload_json, actor=actor,
+                              caused_by=caused_by, span_id=span_id, ts=ts, model=model,
+                              input_tokens=input_tokens, output_tokens=output_tokens,
+                              cached_tokens=cached_tokens, cost_usd=cost_usd,
+                              duration_ms=duration_ms)
+            digest = chain_hash(self._head, body)
+            # Blobs first: an event on disk never names a blob that is not.
+            for ref, raw in prepared.new_blobs:
+                self._store.blobs.write(ref.digest, raw, durable=self._durable)
+            self._wal.append(encode_line(digest, body))
+            self._rows.append((seq, type, actor, caused_by, span_id, ts, payload_json, model,
+                               input_tokens, output_tokens, cached_tokens, cost_usd,
+                               duration_ms, digest))
+            self._seq, self._head = seq + 1, digest
+            if len(self._rows) >= self._segment_events:
+                try:
+                    self._seal()
+                except OSError as exc:
+                    # The event is safe in the WAL; raising would invite a retry, and so a
+                    # duplicate. The next emit tries the seal again, and close() raises.
+                    warnings.warn(f"run {self.id!r}: sealing a segment failed ({exc}); the "
+                                  "events stay in the WAL and the seal is retried",
+                                  RuntimeWarning, stacklevel=2)
+            return Event(seq=seq, type=type, payload=prepared.value, actor=actor,
+                         caused_by=caused_by, span_id=span_id, ts=ts, model=model,
+                         input_tokens=input_tokens, output_tokens=output_tokens,
+                         cached_tokens=cached_tokens, cost_usd=cost_usd,
+                         duration_ms=duration_ms, hash=digest)
+
+    def put_blob(self, data: bytes | str, media_type: str | None = None) -> BlobRef:
+        """Store bytes or text as a blob of this store and return its :class:`BlobRef`.
+
+        Raises:
+            RunClosedError: the writer is closed.
+        """
+        if self._closed:
+            raise RunClosedError(self.id)
+        return self._store.blobs.put(data, media_type, durable=self._durable)
+
+    def flush(self) -> None:
+        """Commit the WAL now (``batch``: the pending group; ``fsync``: already done)."""
+        with self._mutex:
+            if not self._closed and self._durable:
+                self._wal.commit()
+
+    def close(self, status: str = "closed") -> None:
+        """Seal what is left, record the head, count and status in ``run.json``, unlock.
+
+        Idempotent. After it the WAL is gone and the run is all Parquet.
+        """
+        with self._mutex:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                self._seal(rotate=False)
+                self._wal.close(remove=True, durable=self._durable)
+                meta = dict(self._meta, head=self._head, count=self._seq, status=str(status),
+                            closed=iso_time(self._now()))
+                write_meta(self.path, meta, durable=self._durable)
+                self._meta = meta
+            finally:
+                self._wal.close()
+                self._lock.release()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close("failed" if exc_type is not None else "closed")
+
+    # --- internals --------------------------------------------------------------------------
+
+    def _now(self) -> int:
+        if self._clock is None:
+            return time.time_ns() // 1000
+        return round(self._clock() * 1_000_000)
+
+    def _check_ref(self, ref: Any, path: str, where: str) -> None:
+        file = self._store.blobs.path(ref.digest)
+        try:
+            size = file.stat().st_size
+        except FileNotFoundError:
+            raise BlobNotFoundError(ref.digest, str(file)) from None
+        if size != ref.size:
+            raise InvalidBlobRefError(ref.to_json(), f"{path} ({where}): the blob has {size} bytes")
+
+    def _seal(self, *, rotate: bool = True) -> None:
+        """WAL → segment: commit the WAL, write the segment, then start a new WAL."""
+        if self._rows:
+            if self._durable:
+                self._wal.commit()  # the WAL is the truth until the segment is in place
+            table = rows_to_table(self._rows)
+            _step("segment-written")
+            write_segment(self.path, table, durable=self._durable)
+            _step("segment-renamed")
+            self._rows = []
+            if rotate:
+                self._wal.rotate(durable=self._durable)
+                _step("wal-rotated")
+
+
+def _step(name: str) -> None:
+    if seal_hook is not None:
+        seal_hook(name)
+
+
+def _tname(value: object) -> str:
+    return type(value).__name__
+
+
+def _text(value: Any, name: str, where: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{where}: {name} must be a str, got {_tname(value)}")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise CanonicalJSONError(name, f"string is not valid UTF-8 ({exc.reason}) ({where})") from None
+    return str(value)
+
+
+_INT64 = 2**63
+
+
+def _int(value: Any, name: str, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise CanonicalJSONError(name, f"{value} is not JSON; use None ({where})")
+        if not value.is_integer():
+            raise TypeError(f"{where}: {name} must be a whole number, got {value!r}")
+        number = int(value)
+    else:
+        try:
+            number = operator.index(value)
+        except TypeError:
+            raise TypeError(f"{where}: {name} must be an int, got {_tname(value)}") from None
+    if not -_INT64 <= number < _INT64:
+        raise ValueError(f"{where}: {name} {number} does not fit in int64")
+    return number
+
+
+def _real(value: Any, name: str, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__float__"):
+        raise TypeError(f"{where}: {name} must be a number, got {_tname(value)}")
+    number = float(value)
+    if not math.isfinite(number):
+        what = "NaN" if math.isnan(number) else "infinity"
+        raise CanonicalJSONError(name, f"{what} is not JSON; use None ({where})")
+    return number

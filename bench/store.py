@@ -1,0 +1,227 @@
+"""Benchmark the run store: appends, opening a big run, bytes on disk, verify, growing state.
+
+    python bench/store.py [--quick]
+
+Progress goes to stderr; one JSON line with the figures goes to stdout. Times are medians of
+repeated trials where a trial is cheap. Everything happens in a temp dir.
+
+Targets: batch appends >= 50,000 events/s; fsync appends within 1.5x of a raw
+``os.write`` + ``os.fsync`` loop over the same bytes; opening a 1M-event run as a pyarrow
+Table and a DataFrame within 1.5x of ``pq.read_table(one file).to_pandas()``; the
+growing-state workload within 1.5x of the new information it carries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from agentlog.store import Store
+
+
+def log(msg: str) -> None:
+    print(f"[bench/store] {msg}", file=sys.stderr, flush=True)
+
+
+def median_of(trials: int, fn: Callable[[], float]) -> float:
+    return statistics.median(fn() for _ in range(trials))
+
+
+def du(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+# --- appends -----------------------------------------------------------------------------------
+
+
+def append_rate(root: Path, mode: str, n: int, tag: str) -> tuple[float, bytes]:
+    """Events/s for n small events; also the WAL bytes written (for the raw baseline)."""
+    st = Store(root / f"{mode}-{tag}")
+    w = st.create_run(run_id=f"append-{mode}", durability=mode, segment_events=n + 1)  # keep every line in the WAL
+    t0 = time.perf_counter()
+    for i in range(n):
+        w.emit("tool.result", {"i": i, "name": "search", "result": "ok"}, actor="bench")
+    w.flush()
+    dt = time.perf_counter() - t0
+    wal = (w.path / "wal.jsonl").read_bytes()
+    w.close()
+    return n / dt, wal
+
+
+def raw_loop_rate(root: Path, lines: list[bytes], *, sync: bool, tag: str) -> float:
+    path = root / f"raw-{tag}.jsonl"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o644)
+    t0 = time.perf_counter()
+    for line in lines:
+        os.write(fd, line)
+        if sync:
+            os.fsync(fd)
+    dt = time.perf_counter() - t0
+    os.close(fd)
+    path.unlink()
+    return len(lines) / dt
+
+
+# --- open a big run ----------------------------------------------------------------------------
+
+
+def open_big_run(root: Path, n: int, trials: int) -> dict[str, Any]:
+    st = Store(root / "big")
+    log(f"recording a {n:,}-event run (batch durability)")
+    t0 = time.perf_counter()
+    w = st.create_run(run_id="big", durability="batch")
+    models = ["gpt-x", "claude-y", None]
+    for i in range(n):
+        if i % 3 == 1:
+            w.emit("llm.response", {"content": f"answer {i}", "usage": {"in": 120, "out": 30}},
+                   actor="agent", caused_by=i - 1, span_id=f"s{i // 10}", model=models[i % 3],
+                   input_tokens=120, output_tokens=30, cost_usd=0.00042, duration_ms=812.5)
+        else:
+            w.emit("tool.call", {"name": "search", "args": {"q": f"query {i}"}}, actor="agent",
+                   span_id=f"s{i // 10}")
+    w.close()
+    record_s = time.perf_counter() - t0
+    run_dir = st.runs_path / "run_id=big"
+
+    equivalent = root / "equivalent.parquet"
+    pq.write_table(st.run("big").table(), equivalent, compression="zstd")
+
+    def ours_table() -> float:
+        t = time.perf_counter()
+        table = st.run("big").table()
+        assert table.num_rows == n
+        return time.perf_counter() - t
+
+    def ours_df() -> float:
+        t = time.perf_counter()
+        df = st.run("big").table().to_pandas()
+        assert len(df) == n
+        return time.perf_counter() - t
+
+    def plain() -> float:
+        t = time.perf_counter()
+        df = pq.read_table(equivalent).to_pandas()
+        assert len(df) == n
+        return time.perf_counter() - t
+
+    log(f"timing open → Table / DataFrame against one plain Parquet file ({trials} trials)")
+    plain()  # warm the page cache for both
+    ours_df()
+    # Interleaved, so that other load on the machine hits both sides alike.
+    table_t, df_t, plain_t = [], [], []
+    for _ in range(trials):
+        plain_t.append(plain())
+        df_t.append(ours_df())
+        table_t.append(ours_table())
+    table_s, df_s, plain_s = (statistics.median(x) for x in (table_t, df_t, plain_t))
+
+    log("verifying the big run")
+    run = st.run("big")
+    t = time.perf_counter()
+    report = run.verify()
+    verify_s = time.perf_counter() - t
+    assert report.ok, str(report)
+    size = du(run_dir)
+    return {
+        "events": n, "segments": len(list(run_dir.glob("events-*.parquet"))),
+        "record_s": round(record_s, 2),
+        "open_table_s": round(table_s, 4), "open_dataframe_s": round(df_s, 4),
+        "plain_read_table_to_pandas_s": round(plain_s, 4),
+        "dataframe_ratio_vs_plain": round(df_s / plain_s, 3),
+        "bytes_on_disk": size, "bytes_per_event": round(size / n, 2),
+        "plain_file_bytes_per_event": round(equivalent.stat().st_size / n, 2),
+        "verify_s": round(verify_s, 3), "verify_events_per_s": round(n / verify_s),
+    }
+
+
+# --- growing state -----------------------------------------------------------------------------
+
+
+def growing_state(root: Path, steps: int) -> dict[str, Any]:
+    """Each step adds a ~5 KiB message to the state; every 5th step the same 1 MiB page."""
+    rng = random.Random(7)
+    st = Store(root / "growing")
+    # Random base64 text: little for zstd to squeeze, so the ratio is not flattered.
+    page = base64.b64encode(rng.randbytes(3 * 1024 * 1024 // 4)).decode()[:1024 * 1024]
+    message_size = 5 * 1024
+    w = st.create_run(run_id="growing", durability="batch")
+    for step in range(steps):
+        message = base64.b64encode(rng.randbytes(message_size * 3 // 4)).decode()[:message_size]
+        ops = [{"op": "add", "path": "/messages/-", "value": message}]
+        if step % 5 == 4:
+            ops.append({"op": "add", "path": f"/pages/{step}", "value": page})
+        w.emit("state.patch", {"ops": ops})
+    w.close()
+    on_disk = du(st.path)
+    new_info = steps * message_size + len(page)
+    return {"steps": steps, "bytes_on_disk": on_disk, "new_information_bytes": new_info,
+            "ratio": round(on_disk / new_info, 3),
+            "content": "random base64 text (5 KiB messages, one 1 MiB page referenced every 5th step)"}
+
+
+# --- main --------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    args = parser.parse_args()
+    quick = args.quick
+    small_n = 20_000 if quick else 100_000
+    fsync_n = 1_000 if quick else 5_000
+    big_n = 100_000 if quick else 1_000_000
+    steps = 200 if quick else 1_000
+    trials = 3
+
+    with tempfile.TemporaryDirectory(prefix="agentlog-bench-") as tmp:
+        root = Path(tmp)
+        append: dict[str, Any] = {}
+        for mode, n in (("none", small_n), ("batch", small_n), ("fsync", fsync_n)):
+            log(f"append {n:,} small events, durability={mode} ({trials} trials)")
+            rates, wal = [], b""
+            for t in range(trials):
+                rate, wal = append_rate(root, mode, n, str(t))
+                rates.append(rate)
+            append[mode] = {"events": n, "events_per_s": round(statistics.median(rates))}
+        lines = wal.splitlines(keepends=True)
+        log(f"raw os.write + os.fsync loop over the same {len(lines):,} WAL lines")
+        raw_fsync = statistics.median(raw_loop_rate(root, lines, sync=True, tag=str(t)) for t in range(trials))
+        raw_write = statistics.median(raw_loop_rate(root, lines, sync=False, tag=str(t)) for t in range(trials))
+        append["fsync"]["note"] = (f"{fsync_n:,} events, not {small_n:,}: each fsync costs "
+                                   f"{1e6 / raw_fsync:.0f} us on this disk")
+        append["raw_fsync_loop_events_per_s"] = round(raw_fsync)
+        append["fsync_slowdown_vs_raw_fsync_loop"] = round(raw_fsync / append["fsync"]["events_per_s"], 3)
+        append["raw_write_loop_events_per_s"] = round(raw_write)
+
+        big = open_big_run(root, big_n, 7)
+        log(f"growing-state workload, {steps:,} steps")
+        grow = growing_state(root, steps)
+
+    result = {
+        "bench": "store", "quick": quick, "append": append, "open": big,
+        "bytes_per_event": big["bytes_per_event"], "verify_events_per_s": big["verify_events_per_s"],
+        "growing_state": grow,
+        "targets": {
+            "batch_events_per_s>=50000": append["batch"]["events_per_s"] >= 50_000,
+            "fsync_within_1.5x_raw": append["fsync_slowdown_vs_raw_fsync_loop"] <= 1.5,
+            "open_dataframe_within_1.5x_plain": big["dataframe_ratio_vs_plain"] <= 1.5,
+            "growing_state<=1.5x": grow["ratio"] <= 1.5,
+        },
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

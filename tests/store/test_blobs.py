@@ -1,0 +1,102 @@
+"""The blob folder: content addressing, integrity, no traversal, dedup across runs and processes."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from _store_helpers import PYTHON, child_env, du, sha
+
+from agentlog.errors import BlobIntegrityError, BlobNotFoundError, InvalidBlobRefError
+from agentlog.store import BlobStore, Store
+
+
+def test_put_read_exists_path_iter(tmp_path: Path) -> None:
+    blobs = BlobStore(tmp_path / "blobs")
+    assert list(blobs) == [] and not (tmp_path / "blobs").exists()
+    ref = blobs.put(b"hello bytes")
+    text_ref = blobs.put("héllo", "text/markdown")
+    assert ref.digest == sha(b"hello bytes") and ref.size == 11
+    assert ref.media_type == "application/octet-stream"
+    assert (text_ref.media_type, text_ref.size) == ("text/markdown", 6)
+    path = blobs.path(ref.digest)
+    assert path == tmp_path / "blobs" / "sha256" / ref.hex[:2] / ref.hex[2:]
+    assert path.read_bytes() == b"hello bytes"
+    assert blobs.exists(ref.digest) and not blobs.exists(sha(b"other"))
+    assert blobs.read(ref.digest) == b"hello bytes" == ref.read_bytes()
+    assert sorted(blobs) == sorted([ref.digest, text_ref.digest])
+
+
+def test_put_is_idempotent(tmp_path: Path) -> None:
+    blobs = BlobStore(tmp_path / "blobs")
+    a, b = blobs.put(b"same"), blobs.put(b"same")
+    assert a == b and len(list(blobs)) == 1
+    assert [p.name for p in blobs.path(a.digest).parent.iterdir()] == [a.hex[2:]]
+
+
+def test_read_checks_the_hash(tmp_path: Path) -> None:
+    blobs = BlobStore(tmp_path / "blobs")
+    ref = blobs.put(b"original")
+    blobs.path(ref.digest).write_bytes(b"0riginal")
+    with pytest.raises(BlobIntegrityError) as info:
+        blobs.read(ref.digest)
+    assert info.value.digest == ref.digest and info.value.actual == sha(b"0riginal")[7:]
+    missing = sha(b"nope")
+    with pytest.raises(BlobNotFoundError) as info2:
+        blobs.read(missing)
+    assert isinstance(info2.value, FileNotFoundError)
+    assert str(info2.value) == f"blob {missing} is missing ({blobs.path(missing)})"
+
+
+@pytest.mark.parametrize("digest", ["sha256:../../x", "sha256:" + "A" * 64, "md5:" + "a" * 64,
+                                    "sha256:" + "a" * 63 + "/", "sha256:" + "a" * 65, 42])
+def test_no_path_outside_the_blob_folder(tmp_path: Path, digest: object) -> None:
+    blobs = BlobStore(tmp_path / "blobs")
+    for call in (blobs.path, blobs.exists, blobs.read):
+        with pytest.raises(InvalidBlobRefError):
+            call(digest)  # type: ignore[arg-type]
+
+
+def test_ten_megabytes_referenced_twenty_times_in_three_runs_is_stored_once(store: Store) -> None:
+    page = bytes(range(256)) * (10 * 4096)  # 10 MiB
+    refs = set()
+    for r in range(3):
+        with store.create_run(run_id=f"dedup-{r}") as w:
+            for i in range(7 if r < 2 else 6):
+                refs.add(w.emit("note", {"page": page, "i": i}).payload["page"])
+    assert len(refs) == 1
+    blob_bytes = du(store.path / "blobs")
+    assert blob_bytes == len(page)
+    total = du(store.path)
+    assert len(page) <= total < len(page) + 64 * 1024  # the runs themselves are tiny
+    assert all(r.ok for r in store.verify(progress=False).values())
+    assert sum(len(store.run(f"dedup-{r}")) for r in range(3)) == 20
+
+
+_SAME_BLOB = """
+import sys
+from agentlog.store import Store
+st = Store(sys.argv[1])
+data = (b"shared-" * 200_000)
+for i in range(20):
+    st.blobs.put(data)
+    st.blobs.put(data + bytes([i % 3]))
+print("ok")
+"""
+
+
+def test_several_processes_write_the_same_blobs(store: Store) -> None:
+    procs = [subprocess.Popen([PYTHON, "-c", _SAME_BLOB, str(store.path)], env=child_env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(4)]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()
+        assert out.strip() == b"ok"
+    data = b"shared-" * 200_000
+    expected = {sha(data), *(sha(data + bytes([i])) for i in range(3))}
+    assert set(store.blobs) == expected
+    for digest in expected:
+        store.blobs.read(digest)  # checks the hash
+    leftovers = [p for p in (store.path / "blobs").rglob("*") if p.is_file() and p.name.startswith(".")]
+    assert leftovers == []
