@@ -1,0 +1,55 @@
+"""The fold engine: the pure core that turns events into state.
+
+- :mod:`~agentlog.fold.values`: ``State``, ``freeze``/``thaw``, JSON equality;
+- :mod:`~agentlog.fold.pointer` and :mod:`~agentlog.fold.patch`: RFC 6901 pointers, RFC 6902
+  ``apply_patch`` on persistent states, the ``Patch`` value;
+- :mod:`~agentlog.fold.diff`: ``diff_states``;
+- :mod:`~agentlog.fold.reducers`: ``Reducers``, ``@reducer`` and the default projection;
+- :mod:`~agentlog.fold.engine`: ``fold`` and ``SnapshotIndex``;
+- :mod:`~agentlog.fold.determinism`: ``check_determinism``.
+
+Pure: no I/O, no clock, and no pyarrow, pandas or widgets (a test checks the imports).
+
+>>> from agentlog.fold import apply_patch, diff_states, freeze
+>>> a = freeze({"plan": []})
+>>> b = apply_patch(a, [{"op": "add", "path": "/plan/-", "value": "look"}])
+>>> print(diff_states(a, b))
++ /plan/- = "look"
+"""
+
+from __future__ import annotations
+
+from .determinism import DeterminismReport, check_determinism
+from .diff import diff_states
+from .engine import DEFAULT_EVERY, EventsFn, EventSource, SnapshotIndex, default_every, fold
+from .patch import Patch, apply_patch
+from .pointer import escape_token, format_pointer, parse_pointer
+from .reducers import INITIAL, Reducer, ReducerRegistrationWarning, Reducers, reducer
+from .values import State, freeze, json_equal, same_value, thaw
+
+__all__ = [
+    "DEFAULT_EVERY",
+    "INITIAL",
+    "DeterminismReport",
+    "EventSource",
+    "EventsFn",
+    "Patch",
+    "Reducer",
+    "ReducerRegistrationWarning",
+    "Reducers",
+    "SnapshotIndex",
+    "State",
+    "apply_patch",
+    "check_determinism",
+    "default_every",
+    "diff_states",
+    "escape_token",
+    "fold",
+    "format_pointer",
+    "freeze",
+    "json_equal",
+    "parse_pointer",
+    "reducer",
+    "same_value",
+    "thaw",
+]
