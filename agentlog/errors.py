@@ -31,6 +31,7 @@
     │   ├── ReplayMissError (LookupError)      a call with no recorded response
     │   └── DivergenceError                    strict replay found a different event
     └── AgentError                             the loop runtime
+        ├── ApprovalError (LookupError)        a decision on a request that is not pending
         └── BudgetExceededError
 
 Warnings (``warnings.warn``, never raised)::
@@ -49,6 +50,7 @@ __all__ = [
     "AgentError",
     "AgentlogError",
     "AmbiguousRunError",
+    "ApprovalError",
     "BlobIntegrityError",
     "BlobNotFoundError",
     "BudgetExceededError",
@@ -316,6 +318,14 @@ class DivergenceError(ReplayError):
 
 class AgentError(AgentlogError):
     """The loop runtime could not go on."""
+
+
+class ApprovalError(AgentError, LookupError):
+    """``al.approve`` / ``al.deny`` named a request that is not waiting for a decision."""
+
+    def __init__(self, run_id: str, request: int, problem: str) -> None:
+        self.run_id, self.request, self.problem = run_id, request, problem
+        super().__init__(f"run {run_id!r}: cannot decide approval request seq {request}: {problem}")
 
 
 class BudgetExceededError(AgentError):

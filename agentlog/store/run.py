@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,10 @@ from .snapshot import SegmentCache, Snapshot, load_snapshot
 from .wal import TornWALWarning
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
+    import pandas as pd
+
     from .store import Store
     from .verify import VerifyReport
 
@@ -48,6 +52,8 @@ class Run:
         self._cache = SegmentCache()
         self._snap: Snapshot | None = None
         self._parent: Run | None = None
+        self._indexes: dict[int, tuple[Any, Any]] = {}
+        self._last_verify: VerifyReport | None = None  # shown by summary() and the notebook card
 
     # --- what it is -------------------------------------------------------------------------
 
@@ -211,7 +217,135 @@ class Run:
             A report; problems are data, not exceptions.
         """
         from .verify import verify_run
-        return verify_run(self)
+        self._last_verify = verify_run(self)
+        return self._last_verify
+
+    # --- state: a fold over the log (the shell feeds events; agentlog.fold folds) ------------
+
+    def _index(self, reducers: Any) -> Any:
+        """The snapshot index for a reducer set, built once and extended as the run grows."""
+        from ..fold import SnapshotIndex
+        key = id(reducers)
+        held = self._indexes.get(key)
+        if held is not None and held[0] is reducers:
+            index = held[1]
+            if len(index) != len(self):
+                index.extend(len(self))
+            return index
+        index = SnapshotIndex(lambda start, stop: self.iter_events(start, stop), len(self), reducers)
+        self._indexes[key] = (reducers, index)
+        return index
+
+    def state_at(self, n: int, *, reducers: Any = None) -> Any:
+        """The state after event ``n`` (``-1``: the initial state), through a snapshot index.
+
+        The first call builds the index with one bulk fold; later calls fold at most K events
+        from the nearest snapshot.
+
+        Args:
+            n: a seq of this run, or ``-1`` for the state before the first event.
+            reducers: a :class:`~agentlog.fold.Reducers` set (default: the default projection).
+        """
+        return self._index(reducers).at(n)
+
+    def states(self, start: int = 0, stop: int | None = None, *,
+               reducers: Any = None) -> Iterator[tuple[Event, Any]]:
+        """Yield ``(event, state after it)`` for ``start <= seq < stop``, O(1) per step."""
+        return self._index(reducers).states(start, stop)
+
+    def check_determinism(self, reducers: Any = None) -> Any:
+        """Fold twice (in one pass and through snapshots) and report the first difference."""
+        from ..fold import check_determinism
+        return check_determinism(self, reducers)
+
+    # --- analysis: pandas tables (agentlog.analysis, imported on first use) -----------------
+    # Column names and dtypes of every table: agentlog.analysis.columns.
+
+    @property
+    def events(self) -> pd.DataFrame:
+        """One row per event, in seq order (a fork's parent prefix included).
+
+        Columns: seq, type, actor, caused_by, span_id, ts (datetime64[us, UTC]), model,
+        input_tokens, output_tokens, cached_tokens, cost_usd, duration_ms, hash, payload
+        (canonical JSON text); Arrow-backed (see ``agentlog.analysis.columns.EVENTS``).
+        """
+        from ..analysis.tables import events
+        return events(self)
+
+    def events_expanded(self, types: str | Iterable[str] | None = None) -> pd.DataFrame:
+        """The events of ``types`` (all if ``None``) with their payload fields as columns
+        (nested fields as dotted paths), after seq, type, actor, caused_by, span_id, ts."""
+        from ..analysis.tables import events_expanded
+        return events_expanded(self, types)
+
+    def spans(self) -> pd.DataFrame:
+        """The span tree, one row per span in start order.
+
+        Columns: span_id, parent, name, kind, depth, start, end, duration_ms, self_ms,
+        status (ok / error / open), error, events, start_seq, end_seq, model, input_tokens,
+        output_tokens, cached_tokens, cost_usd, cost_unknown_calls and their roll-ups over the
+        span's descendants, total_* (see ``agentlog.analysis.columns.SPANS``).
+        """
+        from ..analysis.spans import spans
+        return spans(self)
+
+    def llm_calls(self) -> pd.DataFrame:
+        """One row per model answer (or failed model call).
+
+        Columns: seq, request_seq, ts, span_id, actor, model, input_tokens, output_tokens,
+        cached_tokens, cost_usd, cost_source, latency_ms, duration_ms, cache_hit, source
+        (live / log / edit), served_from_seq, finish_reason, error, prompt_preview,
+        response_preview (see ``agentlog.analysis.columns.LLM_CALLS``).
+        """
+        from ..analysis.tables import llm_calls
+        return llm_calls(self)
+
+    def tool_calls(self) -> pd.DataFrame:
+        """One row per tool result.
+
+        Columns: seq, call_seq, ts, span_id, actor, name, args_preview, result_preview, error,
+        duration_ms, latency_ms, source (live / log / edit), served_from_seq (see
+        ``agentlog.analysis.columns.TOOL_CALLS``).
+        """
+        from ..analysis.tables import tool_calls
+        return tool_calls(self)
+
+    def cost(self, by: str | Sequence[str] = ("model",), *, own: bool = False) -> pd.DataFrame:
+        """Tokens, calls and cost summed by ``model``, ``actor``, ``span``, ``kind``, ``type``
+        and/or ``day``.
+
+        Columns: the keys, then calls, llm_calls, tool_calls, input_tokens, output_tokens,
+        cached_tokens, cost_usd (known costs), cost_unknown_calls (never counted as 0). The
+        total row is ``run.cost(...).sum(numeric_only=True)``. ``own=True`` counts only a
+        fork's own events (see ``agentlog.analysis.cost.cost``).
+        """
+        from ..analysis.cost import cost
+        return cost(self, by, own=own)
+
+    def tokens_over_time(self) -> pd.DataFrame:
+        """Running totals (cum_input_tokens, cum_output_tokens, cum_cached_tokens,
+        cum_cost_usd, cum_cost_unknown_calls) at each usage event, by seq and ts."""
+        from ..analysis.tables import tokens_over_time
+        return tokens_over_time(self)
+
+    def summary(self, *, verify: bool = False) -> pd.DataFrame:
+        """One row: id, name, status, counts, duration, tokens, cost, parent, fork seq, and
+        ``verified`` (ok / not ok / not checked; ``verify=True`` runs :meth:`verify`)."""
+        from ..analysis.tables import summary
+        return summary(self, verify=verify)
+
+    def recompute_cost(self, prices: Mapping[str, Mapping[str, Any]] | None = None, *,
+                       at: datetime | None = None) -> pd.DataFrame:
+        """The model calls with their recorded cost beside one recomputed from the recorded
+        usage with today's catalog, or ``prices`` (the ``al.pricing.load`` format), at the
+        time of each call or ``at``. The log is never changed (see
+        ``agentlog.analysis.cost.recompute_cost``)."""
+        from ..analysis.cost import recompute_cost
+        return recompute_cost(self, prices, at=at)
+
+    def _repr_html_(self) -> str | None:
+        from ..widgets.html import run_repr
+        return run_repr(self)
 
 
 # --- rows to events ----------------------------------------------------------------------------

@@ -62,6 +62,10 @@ class VerifyReport:
             lines.append(f"  {where}: {p.kind}: {p.message}")
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str | None:
+        from ..widgets.html import verify_repr
+        return verify_repr(self)
+
 
 def _report(run_id: str, events: int, head: str, problems: list[Problem]) -> VerifyReport:
     problems.sort(key=lambda p: (p.seq is None, p.seq or 0))

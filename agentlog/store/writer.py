@@ -122,11 +122,62 @@ class RunWriter:
             InvalidBlobRefError: a blob reference in the payload is malformed.
             BlobNotFoundError: a blob reference in the payload names a blob not stored.
         """
+        return self._write(type, payload, actor=actor, caused_by=caused_by, span_id=span_id,
+                           model=model, input_tokens=input_tokens, output_tokens=output_tokens,
+                           cached_tokens=cached_tokens, cost_usd=cost_usd,
+                           duration_ms=duration_ms)
+
+    def append(self, event: Event) -> Event:
+        """Append an event that already has its seq and ``ts`` (an imported or copied event).
+
+        The payload is prepared as :meth:`emit` prepares it (redaction, blobs) and the chain
+        hash is computed here. ``ts`` is kept as given instead of read from the clock. When
+        ``event.hash`` is set it must equal the computed hash, so a copied run keeps exactly
+        its hashes or nothing is written.
+
+        Args:
+            event: the event; ``seq`` must be the writer's next seq, ``ts`` is microseconds
+                since the epoch, ``hash`` is ``""`` (compute it) or the hash to check.
+
+        Returns:
+            The stored event, as :meth:`emit` returns it.
+
+        Raises:
+            ValueError: ``event.seq`` is not the next seq, or ``event.hash`` differs from the
+                chain hash (nothing is written); both name the seq.
+            RunClosedError, TypeError, CanonicalJSONError, InvalidBlobRefError,
+                BlobNotFoundError: as for :meth:`emit`.
+
+        >>> import tempfile, agentlog as al
+        >>> w = al.Store(tempfile.mkdtemp()).create_run(run_id="copy", durability="none")
+        >>> w.append(al.Event(seq=0, type="note", payload={"text": "hi"}, ts=5)).ts
+        5
+        >>> w.append(al.Event(seq=1, type="note", ts=6, hash="0" * 64))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: run 'copy', seq 1: the event's hash 000000000000… differs from the chain hash ... (the event or an earlier one was changed)
+        >>> w.close()
+        """
+        return self._write(event.type, event.payload, actor=event.actor,
+                           caused_by=event.caused_by, span_id=event.span_id, model=event.model,
+                           input_tokens=event.input_tokens, output_tokens=event.output_tokens,
+                           cached_tokens=event.cached_tokens, cost_usd=event.cost_usd,
+                           duration_ms=event.duration_ms, at=(event.seq, event.ts),
+                           expect=event.hash or None)
+
+    def _write(self, type: str, payload: Mapping[str, Any] | None, *, actor: str | None,
+               caused_by: int | None, span_id: str | None, model: str | None,
+               input_tokens: int | None, output_tokens: int | None, cached_tokens: int | None,
+               cost_usd: float | None, duration_ms: float | None,
+               at: tuple[int, int] | None = None, expect: str | None = None) -> Event:
+        """The one append path: ``at`` = (seq, ts) of an event copied in, ``expect`` its hash."""
         with self._mutex:
             if self._closed:
                 raise RunClosedError(self.id)
             seq = self._seq
             where = f"run {self.id!r}, seq {seq}"
+            if at is not None and at[0] != seq:
+                raise ValueError(f"run {self.id!r}: cannot append seq {at[0]!r}; the next seq is {seq}")
             if payload is None:
                 payload = {}
             elif not isinstance(payload, Mapping):
@@ -155,13 +206,18 @@ class RunWriter:
             duration_ms = _real(duration_ms, "duration_ms", where)
             if caused_by is not None and not 0 <= caused_by < seq:
                 raise ValueError(f"{where}: caused_by {caused_by} is not an earlier seq")
-            ts = self._now()
+            ts = self._now() if at is None else _int(at[1], "ts", where)
+            if ts is None:
+                raise TypeError(f"{where}: ts must be an int (microseconds since the epoch), got None")
             body = event_body(seq=seq, type=type, payload_json=payload_json, actor=actor,
                               caused_by=caused_by, span_id=span_id, ts=ts, model=model,
                               input_tokens=input_tokens, output_tokens=output_tokens,
                               cached_tokens=cached_tokens, cost_usd=cost_usd,
                               duration_ms=duration_ms)
             digest = chain_hash(self._head, body)
+            if expect is not None and digest != expect:
+                raise ValueError(f"{where}: the event's hash {str(expect)[:12]}… differs from the "
+                                 f"chain hash {digest[:12]}… (the event or an earlier one was changed)")
             # Blobs first: an event on disk never names a blob that is not.
             for ref, raw in prepared.new_blobs:
                 self._store.blobs.write(ref.digest, raw, durable=self._durable)

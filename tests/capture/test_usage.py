@@ -14,7 +14,7 @@ import genai_prices
 import pytest
 
 from agentlog.errors import UsageError
-from agentlog.record.usage import Usage, detect_shape, normalize_usage
+from agentlog.capture.usage import Usage, detect_shape, normalize_usage
 
 OPENAI_CHAT = {"prompt_tokens": 2006, "completion_tokens": 300, "total_tokens": 2306,
                "prompt_tokens_details": {"cached_tokens": 1920, "audio_tokens": 0},

@@ -1,0 +1,197 @@
+"""Fork a run at any event with one thing changed.
+
+The fork's events ``0..at`` are its parent's, referenced rather than copied (same hashes). The
+program is re-run: up to the cut every event is compared with the parent's and every answer is
+served from the log, so nothing before the cut is paid for again. At the cut ``fork.started``
+records what changed, the edit is applied, and the program runs on; calls whose key the parent
+recorded after the cut are served from its log too, new ones go out live.
+
+Edits (:mod:`agentlog.edit`):
+
+- ``replace_response(seq, payload)`` — the answer recorded at ``seq`` (> ``at``) is served
+  changed when the program asks that call again;
+- ``patch_state(ops)`` — a ``state.patch`` right after the cut;
+- ``replace_input(inputs)`` — the program sees other inputs (the fork starts before
+  ``run.started``, so ``at`` must be ``-1``);
+- or simply a different ``program``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..event import FORK_STARTED, HTTP_RESPONSE, LLM_RESPONSE, STATE_PATCH, TOOL_RESULT
+from .recorder import Recorder
+from .replay import recorded_inputs
+from .session import Program, Stopped, drive, program_reducers, resolve_store
+from .sinks import ReplaySink, ResponseCache, Served, WriterSink
+
+__all__ = ["Edit", "PatchState", "ReplaceInput", "ReplaceResponse", "fork", "patch_state",
+           "replace_input", "replace_response"]
+
+_REPLACEABLE = (LLM_RESPONSE, TOOL_RESULT, HTTP_RESPONSE)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaceResponse:
+    """Serve the answer recorded at ``seq`` with ``payload`` merged over it."""
+
+    seq: int
+    payload: Mapping[str, Any]
+
+    def describe(self) -> dict[str, Any]:
+        """The edit as recorded in ``fork.started``."""
+        return {"edit": "replace_response", "seq": self.seq, "payload": dict(self.payload)}
+
+
+@dataclass(frozen=True, slots=True)
+class PatchState:
+    """Apply RFC 6902 ``ops`` to ``state["vars"]`` right after the cut."""
+
+    ops: Sequence[Mapping[str, Any]]
+
+    def describe(self) -> dict[str, Any]:
+        """The edit as recorded in ``fork.started``."""
+        return {"edit": "patch_state", "ops": [dict(op) for op in self.ops]}
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaceInput:
+    """Run the program on other inputs."""
+
+    inputs: Any
+
+    def describe(self) -> dict[str, Any]:
+        """The edit as recorded in ``fork.started``."""
+        return {"edit": "replace_input", "inputs": self.inputs}
+
+
+Edit = ReplaceResponse | PatchState | ReplaceInput
+
+
+def replace_response(seq: int, payload: Mapping[str, Any]) -> ReplaceResponse:
+    """Edit: the recorded answer at ``seq`` is served with ``payload`` merged over it.
+
+    >>> replace_response(12, {"result": {"cpu": 0.2}}).describe()["seq"]
+    12
+    """
+    return ReplaceResponse(seq, dict(payload))
+
+
+def patch_state(ops: Sequence[Mapping[str, Any]]) -> PatchState:
+    """Edit: apply RFC 6902 ops to ``state["vars"]`` at the cut."""
+    return PatchState([dict(op) for op in ops])
+
+
+def replace_input(inputs: Any) -> ReplaceInput:
+    """Edit: re-run the program on ``inputs`` (fork with ``at=-1``)."""
+    return ReplaceInput(inputs)
+
+
+def _edits(edit: Edit | Iterable[Edit] | None) -> list[Edit]:
+    if edit is None:
+        return []
+    if isinstance(edit, (ReplaceResponse, PatchState, ReplaceInput)):
+        return [edit]
+    return list(edit)
+
+
+def _check(run: Any, at: int, edits: list[Edit]) -> None:
+    if not -1 <= at < len(run) - 1:
+        raise ValueError(f"run {run.id}: at={at} must be between -1 and {len(run) - 2} "
+                         "(the last parent event kept; something must remain to re-run)")
+    for e in edits:
+        if isinstance(e, ReplaceInput) and at != -1:
+            raise ValueError(f"run {run.id}: replace_input needs at=-1 (the inputs are recorded "
+                             f"at seq 0, which a fork at {at} keeps)")
+        if isinstance(e, ReplaceResponse):
+            if not at < e.seq < len(run):
+                raise ValueError(f"run {run.id}: replace_response(seq={e.seq}) must name an event "
+                                 f"after the cut at {at}")
+            if run.event(e.seq).type not in _REPLACEABLE:
+                raise ValueError(f"run {run.id}: seq {e.seq} is a {run.event(e.seq).type}, not one of "
+                                 f"{', '.join(_REPLACEABLE)}")
+
+
+def _replacements(run: Any, edits: list[Edit]) -> dict[str, Served]:
+    served = {}
+    for e in edits:
+        if isinstance(e, ReplaceResponse):
+            original = run.event(e.seq)
+            payload = {**original.payload, **e.payload, "edited": True}
+            fields = {"model": original.model, "input_tokens": None, "output_tokens": None,
+                      "cached_tokens": None, "cost_usd": None, "duration_ms": None}
+            served[str(original.payload.get("key", ""))] = Served(original.type, payload, fields, "edit")
+    return served
+
+
+def fork(run: Any, at: int, *, program: Program, edit: Edit | Iterable[Edit] | None = None,
+         name: str | None = None, store: Any = None, reducers: Any = None, run_id: str | None = None,
+         tags: Mapping[str, Any] | None = None, clock: Callable[[], float] | None = None) -> Any:
+    """Make a new run whose events ``0..at`` are ``run``'s, apply ``edit``, and run ``program`` on.
+
+    Args:
+        run: the parent :class:`~agentlog.Run`.
+        at: the last parent event kept (``-1``: keep nothing, e.g. to change the inputs).
+        program: the program to re-run (the recorded one, or a changed one).
+        edit: one edit or a list of them (see :mod:`agentlog.edit`).
+        name: the fork's name (default: ``"<parent name> fork@<at>"``).
+        run_id, tags: the fork's id (default: generated) and more labels (``fork_of`` and
+            ``fork_seq`` are always set).
+        clock: a fixed clock makes the fork byte-identical when repeated (it also times calls).
+
+    Returns:
+        The fork, a :class:`~agentlog.Run` whose ``parent`` is ``run``.
+
+    Raises:
+        DivergenceError: the program did something else than the parent before the cut.
+    """
+    edits = _edits(edit)
+    _check(run, at, edits)
+    target = resolve_store(store if store is not None else run.store)
+    parent_name = run.meta.get("name") or run.id
+    writer = target.create_run(name=name or f"{parent_name} fork@{at}", fork_of=(run.id, at),
+                               tags={**(tags or {}), "fork_of": run.id, "fork_seq": at},
+                               run_id=run_id, clock=clock)
+    replaced = _replacements(run, edits)
+    skip = {e.seq for e in edits if isinstance(e, ReplaceResponse)}
+    cache = ResponseCache(e for e in run.iter_events(start=at + 1) if e.seq not in skip)
+    after = WriterSink(writer, cache=cache, edits=replaced)
+    holder: dict[str, Recorder] = {}
+
+    def at_cut() -> None:
+        rec = holder["rec"]
+        started = rec.emit(FORK_STARTED, {"parent_run": run.id, "parent_seq": at,
+                                          "parent_hash": writer_parent_hash(writer),
+                                          "edits": [e.describe() for e in edits]}, actor="fork")
+        for e in edits:
+            if isinstance(e, PatchState):
+                rec.emit(STATE_PATCH, {"ops": [dict(op) for op in e.ops]}, actor="fork",
+                         caused_by=started.seq)
+
+    sink = ReplaySink(run.iter_events(stop=at + 1), run_id=run.id, prefix=at + 1, after=after,
+                      on_cut=at_cut)
+    inputs = next((e.inputs for e in edits if isinstance(e, ReplaceInput)), recorded_inputs(run))
+    rec = Recorder(sink, inputs=inputs, reducers=program_reducers(program, reducers),
+                   clock=clock or time.time, timer=clock or time.perf_counter)
+    holder["rec"] = rec
+    try:
+        drive(rec, program)
+    except Stopped as stop:
+        writer.close(status=stop.status)  # e.g. waiting for a decision: resume it later
+        return writer.run
+    except BaseException as exc:
+        writer.close(status="failed")
+        exc.add_note(f"agentlog: fork recorded as run {writer.id}")
+        raise
+    writer.close(status="finished")
+    return writer.run
+
+
+def writer_parent_hash(writer: Any) -> str:
+    """The parent's hash at the fork seq, as the store recorded it."""
+    parent = writer.run.meta.get("parent") or {}
+    return str(parent.get("hash", ""))

@@ -1,0 +1,159 @@
+"""Replay a recorded run: every answer from the log, zero tokens.
+
+``strict`` re-runs the program and compares every event it emits with the recorded one; the
+first difference is a :class:`~agentlog.capture.divergence.Divergence`. ``permissive`` serves
+every call whose key is in the log and sends new ones out live, recording into a new run.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import DivergenceError
+from ..event import RUN_STARTED
+from .divergence import Divergence
+from .recorder import Recorder
+from .session import Program, Stopped, drive, program_reducers, resolve_store
+from .sinks import Interrupted, ReplaySink, ResponseCache, WriterSink
+
+__all__ = ["ReplayMode", "ReplayResult", "assert_replays", "recorded_inputs", "replay"]
+
+
+class ReplayMode(enum.StrEnum):
+    """How :func:`replay` treats calls: ``strict`` or ``permissive``."""
+
+    STRICT = "strict"
+    PERMISSIVE = "permissive"
+
+    @classmethod
+    def parse(cls, value: str) -> ReplayMode:
+        """The mode named ``value``; a bad value lists the valid ones."""
+        try:
+            return cls(value)
+        except ValueError:
+            valid = ", ".join(repr(m.value) for m in cls)
+            raise ValueError(f"mode={value!r} is not a replay mode; use one of {valid}") from None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplayResult:
+    """What a replay did."""
+
+    mode: ReplayMode
+    """``strict`` or ``permissive``."""
+    ok: bool
+    """True when the program replayed without diverging."""
+    events: int
+    """How many events the program emitted."""
+    served: int
+    """Calls answered from the log."""
+    live: int
+    """Calls that went out live (permissive only)."""
+    divergence: Divergence | None = None
+    """The first difference (strict only)."""
+    run: Any = None
+    """The new run (permissive only)."""
+    result: Any = None
+    """What the program returned."""
+
+    def __str__(self) -> str:
+        if self.divergence is not None:
+            return str(self.divergence)
+        where = f" into run {self.run.id}" if self.run is not None else ""
+        return (f"{self.mode} replay ok: {self.events:,} events, {self.served:,} calls from the log, "
+                f"{self.live:,} live{where}")
+
+
+def recorded_inputs(run: Any) -> Any:
+    """The inputs recorded in a run's ``run.started`` event (``None`` if it has none)."""
+    if len(run) == 0:
+        return None
+    first = run.event(0)
+    return first.payload.get("inputs") if first.type == RUN_STARTED else None
+
+
+def _strict(program: Program, run: Any, reducers: Any) -> ReplayResult:
+    sink = ReplaySink(run.iter_events(), run_id=run.id, prefix=len(run))
+    rec = Recorder(sink, inputs=recorded_inputs(run), reducers=program_reducers(program, reducers))
+    divergence, result = None, None
+    try:
+        try:
+            result = drive(rec, program)
+        except Stopped:
+            pass  # stopped without finishing (waiting): fine if the recorded run stopped here too
+        left = sink.remaining()
+        if left is not None:
+            divergence = Divergence(run_id=run.id, seq=left.seq, expected=left, actual=None,
+                                    note="the program finished before the recorded run did")
+    except DivergenceError as exc:
+        divergence = exc.divergence
+    except Interrupted as exc:  # a program that does not resume (the loop runtime's does)
+        divergence = Divergence(run_id=run.id, seq=exc.seq, expected=run.event(exc.seq), actual=None,
+                                note="the recorded process was interrupted here and resumed; this "
+                                     "program does not resume (an al.AgentProgram does)")
+    return ReplayResult(mode=ReplayMode.STRICT, ok=divergence is None, events=sink.pos,
+                        served=rec.served_calls, live=rec.live_calls, divergence=divergence,
+                        result=result)
+
+
+def _permissive(program: Program, run: Any, live: Callable[[Mapping[str, Any]], Any] | None,
+                store: Any, name: str | None, reducers: Any) -> ReplayResult:
+    writer = resolve_store(store if store is not None else run.store).create_run(
+        name=name or f"{run.meta.get('name') or run.id} replay", tags={"replay_of": run.id})
+    rec = Recorder(WriterSink(writer, cache=ResponseCache(run.iter_events())),
+                   inputs=recorded_inputs(run), reducers=program_reducers(program, reducers),
+                   live_llm=live)
+    status, result = "finished", None
+    try:
+        result = drive(rec, program)
+    except Stopped as stop:
+        status = stop.status
+    except BaseException as exc:
+        writer.close(status="failed")
+        exc.add_note(f"agentlog: replayed into run {writer.id}")
+        raise
+    writer.close(status=status)
+    new = writer.run
+    return ReplayResult(mode=ReplayMode.PERMISSIVE, ok=True, events=len(new),
+                        served=rec.served_calls, live=rec.live_calls, run=new, result=result)
+
+
+def replay(program: Program, run: Any, *, mode: str = "strict",
+           live: Callable[[Mapping[str, Any]], Any] | None = None, store: Any = None,
+           name: str | None = None, reducers: Any = None) -> ReplayResult:
+    """Re-run ``program`` against a recorded run, serving every recorded answer from the log.
+
+    Args:
+        program: the program that was recorded (or a changed version of it).
+        run: the recorded :class:`~agentlog.Run`.
+        mode: ``"strict"``: compare every emitted event with the recorded one (not ``ts``) and
+            stop at the first difference; nothing is written, no call goes out.
+            ``"permissive"``: serve calls whose key is in the log, send new ones out through
+            ``live`` (or the program's own ``call``), and record into a new run.
+        live: performs model calls that the log cannot answer (permissive).
+        store: where the permissive run is written (default: the recorded run's store).
+        name: the permissive run's name.
+
+    Returns:
+        A :class:`ReplayResult`; in strict mode ``result.divergence`` says where and how the
+        program left the recorded run.
+    """
+    chosen = ReplayMode.parse(mode)
+    if chosen is ReplayMode.STRICT:
+        return _strict(program, run, reducers)
+    return _permissive(program, run, live, store, name, reducers)
+
+
+def assert_replays(run: Any, program: Program) -> ReplayResult:
+    """A recorded run as a regression test: strict replay must pass.
+
+    Raises:
+        AssertionError: with the divergence explained.
+    """
+    result = replay(program, run, mode="strict")
+    if not result.ok:
+        raise AssertionError(str(result.divergence))
+    return result

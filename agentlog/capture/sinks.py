@@ -1,0 +1,350 @@
+"""Where a recorder's events go, and where recorded answers come from.
+
+A :class:`~agentlog.capture.recorder.Recorder` does not know whether it records, replays or
+forks: it asks its sink for a recorded answer to each call (:meth:`Sink.lookup`) and hands it
+every event (:meth:`Sink.emit`).
+
+- :class:`WriterSink` appends to a run; with a :class:`ResponseCache` it serves calls whose key
+  was recorded before (permissive replay, and forks after the cut).
+- :class:`ReplaySink` compares the first ``prefix`` events with a recorded run and serves the
+  recorded answers in place (strict replay, and a fork's prefix); past the prefix it hands over
+  to a writer, or reports that the program emitted more than was recorded.
+
+A run that was stopped and resumed (the loop runtime, :mod:`agentlog.capture.runtime`) holds
+two kinds of events its program did not emit itself: spans that a resume closed as
+``interrupted`` after a crash, and facts appended from outside while it was stopped
+(:data:`EXTERNAL_TYPES`: approval decisions, budget changes). On replay, :class:`ReplaySink`
+raises :class:`Interrupted` where the recorded process died, so the program can go on the way
+the resume did, and :meth:`ReplaySink.external` hands the outside facts to the program at the
+point where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from ..errors import DivergenceError
+from ..event import (APPROVAL_DENIED, APPROVAL_GRANTED, ERROR, HTTP_RESPONSE, LLM_RESPONSE,
+                     SPAN_ENDED, TOOL_RESULT, USAGE_FIELDS, BlobRef, Event)
+from .divergence import Divergence, differing_fields, payload_diff
+
+__all__ = ["BUDGET_SET", "EXTERNAL_TYPES", "INTERRUPTED", "RESPONSE_TYPES", "Interrupted",
+           "ReplaySink", "ResponseCache", "Served", "Sink", "WriterSink", "is_interruption"]
+
+#: Event types that answer a call, and so can be served from a log. ``error`` answers a call
+#: that failed: replay fails it the same way.
+RESPONSE_TYPES = frozenset({LLM_RESPONSE, TOOL_RESULT, HTTP_RESPONSE, ERROR,
+                            "time.now", "uuid.new", "random.value"})
+
+#: A budget recorded for the rest of a run (``al.run_agent(budget=...)``, ``al.resume(budget=...)``).
+BUDGET_SET = "budget.set"
+
+#: Event types appended to a run from outside its program while it was stopped: a person's
+#: decision (``al.approve`` / ``al.deny``) and a new budget. Replay hands them to the program
+#: (:meth:`ReplaySink.external`) instead of expecting the program to emit them.
+EXTERNAL_TYPES = frozenset({APPROVAL_GRANTED, APPROVAL_DENIED, BUDGET_SET})
+
+#: The ``error`` of a ``span.ended`` that a resume wrote for a span left open by a crash.
+INTERRUPTED = "interrupted"
+
+Observer = Callable[[Event], None]
+
+
+class Interrupted(BaseException):
+    """Replay reached the point where the recorded run's process stopped (killed, crashed).
+
+    Raised by :class:`ReplaySink` where the recorded run holds a ``span.ended`` with error
+    ``interrupted`` that the program did not write. The recorder's spans close as
+    ``interrupted`` while it unwinds, exactly as the resume closed them, and a program that
+    resumes (the loop runtime) catches it and goes on. A ``BaseException``, like
+    ``KeyboardInterrupt``, so that ``except Exception`` in a program does not swallow it.
+    """
+
+    def __init__(self, seq: int) -> None:
+        self.seq = seq
+        super().__init__(f"the recorded run was interrupted at seq {seq}")
+
+
+def is_interruption(event: Event | None) -> bool:
+    """True for the ``span.ended`` a resume writes for a span that a crash left open.
+
+    >>> is_interruption(Event(seq=3, type="span.ended", payload={"status": "error", "error": "interrupted"}))
+    True
+    """
+    return (event is not None and event.type == SPAN_ENDED
+            and event.payload.get("error") == INTERRUPTED and event.payload.get("status") == "error")
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """A recorded answer ready to be emitted: the event type, payload and usage fields."""
+
+    type: str
+    payload: Mapping[str, Any]
+    fields: Mapping[str, Any]
+    how: str
+    """``log`` (a strict replay or a fork's prefix), ``cache`` (same key recorded before) or
+    ``edit`` (a response replaced by a fork's edit)."""
+
+
+class Sink(Protocol):
+    """What a recorder writes to and reads recorded answers from."""
+
+    run_id: str
+    observer: Observer | None
+
+    @property
+    def next_seq(self) -> int: ...
+
+    def emit(self, type: str, payload: Mapping[str, Any], **fields: Any) -> Event: ...
+
+    def put_blob(self, data: bytes | str, media_type: str | None = None) -> BlobRef: ...
+
+    def lookup(self, kind: str, key: str) -> Served | None: ...
+
+    def external(self) -> list[Event] | None: ...
+
+    def close(self, status: str) -> None: ...
+
+
+def _usage(event: Event) -> dict[str, Any]:
+    return {name: getattr(event, name) for name in USAGE_FIELDS}
+
+
+class ResponseCache:
+    """Recorded answers by ``(type, key)``; the n-th identical call gets the n-th answer.
+
+    Calls are matched by key (the request hash), so the same request asked twice is answered
+    as it was the first and the second time. Values such as ``rec.now()`` have no key and are
+    served in recorded order.
+    """
+
+    def __init__(self, events: Iterable[Event]) -> None:
+        self._answers: dict[tuple[str, str], deque[Event]] = defaultdict(deque)
+        self._kinds: dict[str, str] = {}
+        for event in events:
+            if event.type in RESPONSE_TYPES:
+                key = str(event.payload.get("key", ""))
+                kind = str(event.payload.get("kind", event.type)) if event.type == ERROR else event.type
+                self._answers[(kind, key)].append(event)
+
+    def take(self, kind: str, key: str) -> Event | None:
+        """Pop the next recorded answer for this call, or ``None`` when there is none."""
+        queue = self._answers.get((kind, key))
+        return queue.popleft() if queue else None
+
+    def keys(self, kind: str) -> list[str]:
+        """The recorded keys of one kind that still have answers."""
+        return [k for (t, k), q in self._answers.items() if t == kind and q]
+
+    def __len__(self) -> int:
+        return sum(len(q) for q in self._answers.values())
+
+
+def cached(event: Event, how: str = "cache") -> Served:
+    """A recorded answer served again in a new run: no tokens paid, so no cost."""
+    payload = dict(event.payload)
+    fields = _usage(event)
+    if event.type == LLM_RESPONSE:
+        payload.update(cache_hit=True, cost_source="cache")
+        fields["cost_usd"] = 0.0 if event.cost_usd is not None or fields["model"] else None
+    payload["served_from_seq"] = event.seq
+    return Served(event.type, payload, fields, how)
+
+
+class WriterSink:
+    """Append to a run; serve calls from a cache of recorded answers when one is given."""
+
+    def __init__(self, writer: Any, cache: ResponseCache | None = None,
+                 edits: Mapping[str, Served] | None = None) -> None:
+        self.writer = writer
+        self.run_id: str = writer.id
+        self.cache = cache
+        self.edits = dict(edits or {})
+        self.observer: Observer | None = None
+
+    @property
+    def next_seq(self) -> int:
+        return int(self.writer.seq)
+
+    def emit(self, type: str, payload: Mapping[str, Any], **fields: Any) -> Event:
+        event: Event = self.writer.emit(type, payload, **fields)
+        if self.observer is not None:
+            self.observer(event)
+        return event
+
+    def put_blob(self, data: bytes | str, media_type: str | None = None) -> BlobRef:
+        ref: BlobRef = self.writer.put_blob(data, media_type=media_type)
+        return ref
+
+    def lookup(self, kind: str, key: str) -> Served | None:
+        edited = self.edits.pop(key, None) if key else None
+        if edited is not None:
+            return edited
+        if self.cache is None:
+            return None
+        event = self.cache.take(kind, key)
+        return None if event is None else cached(event)
+
+    def external(self) -> list[Event] | None:
+        """Nothing: while this sink's writer holds the run, no one else appends to it."""
+        return None
+
+    def close(self, status: str) -> None:
+        self.writer.close(status=status)
+
+
+class ReplaySink:
+    """Compare the first ``prefix`` events with a recorded run; then write, or diverge.
+
+    Args:
+        recorded: the recorded events, in seq order (a list or a run's ``iter_events()``).
+        run_id: the recorded run's id.
+        prefix: how many events are compared and served from the log.
+        after: the sink that takes over past the prefix (``None``: strict replay, where an
+            extra event is a divergence).
+        on_cut: called once, just before the first event past the prefix is emitted (a fork
+            writes ``fork.started`` and its edits there).
+    """
+
+    def __init__(self, recorded: Iterable[Event], *, run_id: str, prefix: int,
+                 after: WriterSink | None = None,
+                 on_cut: Callable[[], None] | None = None) -> None:
+        self._recorded = iter(recorded)
+        self._ahead: Event | None = None
+        self.prefix = prefix
+        self.after = after
+        self.on_cut = on_cut
+        self.recorded_run_id = run_id
+        self.observer: Observer | None = None
+        self.pos = 0
+        self.served = 0
+
+    @property
+    def run_id(self) -> str:  # type: ignore[override]
+        """The recorded run's id inside the prefix (so idempotency keys match), then the new run's."""
+        if self.in_prefix or self.after is None:
+            return self.recorded_run_id
+        return self.after.run_id
+
+    @property
+    def next_seq(self) -> int:
+        if self.pos < self.prefix or self.after is None:
+            return self.pos
+        return self.after.next_seq
+
+    @property
+    def in_prefix(self) -> bool:
+        """True while events are still compared with the recorded run."""
+        return self.pos < self.prefix
+
+    def _peek(self) -> Event | None:
+        if self._ahead is None or self._ahead.seq < self.pos:
+            self._ahead = next(self._recorded, None)
+            while self._ahead is not None and self._ahead.seq < self.pos:
+                self._ahead = next(self._recorded, None)
+        return self._ahead
+
+    def emit(self, type: str, payload: Mapping[str, Any], **fields: Any) -> Event:
+        if not self.in_prefix:
+            return self._emit_after(type, payload, **fields)
+        expected = self._peek()
+        actual = Event(seq=self.pos, type=type, payload=payload,
+                       **{k: v for k, v in fields.items() if v is not None})
+        if expected is None:
+            self._diverge(None, actual, note="the recorded run ends here; the program emitted more")
+        assert expected is not None
+        differs = differing_fields(expected, replace(actual, ts=expected.ts))
+        if differs:
+            if is_interruption(expected):
+                self._interrupt(expected, actual)
+            self._diverge(expected, actual, differs)
+        self._accept(expected)
+        return expected
+
+    def _accept(self, expected: Event) -> None:
+        self.pos += 1
+        if self.observer is not None:
+            self.observer(expected)
+
+    def _interrupt(self, expected: Event, actual: Event | None) -> None:
+        # The recorded process died here, and a resume closed its spans. If the program is
+        # closing the very span the resume closed, that close is the recorded one.
+        if actual is not None and actual.type == SPAN_ENDED and actual.span_id == expected.span_id:
+            self._accept(expected)
+        raise Interrupted(expected.seq)
+
+    def _emit_after(self, type: str, payload: Mapping[str, Any], **fields: Any) -> Event:
+        if self.after is None:
+            actual = Event(seq=self.pos, type=type, payload=payload)
+            self._diverge(None, actual, note="the recorded run ends here; the program emitted more")
+        assert self.after is not None
+        if self.on_cut is not None:
+            on_cut, self.on_cut = self.on_cut, None
+            on_cut()
+        event = self.after.emit(type, payload, **fields)
+        if self.observer is not None and self.after.observer is None:
+            self.observer(event)  # the recorder's state goes on past the cut
+        return event
+
+    def put_blob(self, data: bytes | str, media_type: str | None = None) -> BlobRef:
+        if self.after is not None:
+            return self.after.put_blob(data, media_type)
+        # Strict replay writes nothing: the blob of a recorded run is already stored.
+        raw = data.encode() if isinstance(data, str) else data
+        return BlobRef("sha256:" + hashlib.sha256(raw).hexdigest(), len(raw),
+                       media_type or "application/octet-stream")
+
+    def lookup(self, kind: str, key: str) -> Served | None:
+        if not self.in_prefix:
+            return self.after.lookup(kind, key) if self.after is not None else None
+        # Inside the prefix nothing may go out live: a call the log does not answer right here
+        # is a divergence, never a reason to call the model.
+        expected = self._peek()
+        if expected is not None and is_interruption(expected):
+            self._interrupt(expected, None)  # the recorded process died waiting for this answer
+        answers_call = expected is not None and (expected.type == kind or (
+            expected.type == ERROR and expected.payload.get("kind") == kind))
+        if expected is None or not answers_call or str(expected.payload.get("key", "")) != key:
+            self._diverge(expected, None, note=f"the recorded run has no {kind} for key "
+                                               f"{key[:16]}… at this seq")
+        assert expected is not None
+        self.served += 1
+        return Served(expected.type, expected.payload, _usage(expected), "log")
+
+    def external(self) -> list[Event] | None:
+        """The recorded events appended from outside at this point (:data:`EXTERNAL_TYPES`).
+
+        They are taken as recorded (observed, not compared). Returns ``None`` past the prefix
+        when there is no writer after it or its writer has nothing (the program runs live), and
+        an empty list when the recorded run goes on with something else here.
+        """
+        if not self.in_prefix:
+            return self.after.external() if self.after is not None else None
+        taken: list[Event] = []
+        while self.in_prefix:
+            expected = self._peek()
+            if expected is None or expected.type not in EXTERNAL_TYPES:
+                break
+            self._accept(expected)
+            taken.append(expected)
+        return taken
+
+    def remaining(self) -> Event | None:
+        """The first recorded event of the prefix that the program did not emit, if any."""
+        return self._peek() if self.in_prefix else None
+
+    def _diverge(self, expected: Event | None, actual: Event | None,
+                 fields: tuple[str, ...] = (), note: str = "") -> None:
+        diff = payload_diff(expected, actual) if expected is not None and actual is not None else None
+        raise DivergenceError(Divergence(run_id=self.recorded_run_id, seq=self.pos,
+                                         expected=expected, actual=actual, fields=fields,
+                                         diff=diff, note=note))
+
+    def close(self, status: str) -> None:
+        if self.after is not None:
+            self.after.close(status)

@@ -1,0 +1,123 @@
+"""Replay: strict replay makes zero calls and explains divergences; permissive makes only new calls."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+import agentlog as al
+from agentlog.testing.fakes import FakeLLM
+
+from _record_programs import MODEL, Tools, decide, make_triage
+
+
+def test_strict_replay_makes_zero_calls(recorded: tuple[Any, Tools, FakeLLM]) -> None:
+    run, _, _ = recorded
+    tools, model = Tools(forbidden=True), FakeLLM.forbidden()
+    result = al.replay(make_triage(tools, model), run, mode="strict")
+    assert result.ok, str(result)
+    assert result.events == len(run) and result.live == 0 and result.served == 4
+    assert result.result == "restart the api"
+    assert model.calls == 0 and tools.restart.calls == 0
+    assert len(al.Store(run.path.parents[1]).list_runs()) == 1  # strict replay writes nothing
+
+
+def test_assert_replays(recorded: tuple[Any, Tools, FakeLLM]) -> None:
+    run, _, _ = recorded
+    al.testing.assert_replays(run, make_triage(Tools(forbidden=True), FakeLLM.forbidden()))
+    with pytest.raises(AssertionError, match="replay diverged at seq"):
+        al.testing.assert_replays(run, lambda rec: rec.emit("note", {"other": True}))
+
+
+def test_reading_the_clock_directly_diverges_at_the_right_seq(store: Any) -> None:
+    def program(rec: Any) -> None:
+        rec.emit("note", {"step": 1})
+        rec.emit("note", {"at": time.time()})  # not through rec.now(): not replayable
+    run = al.record(program, store=store)
+    result = al.replay(program, run)
+    assert not result.ok
+    d = result.divergence
+    assert d.seq == 2 and d.fields == ("payload",)
+    assert d.expected.payload["at"] != d.actual.payload["at"]
+    assert [op["path"] for op in d.diff] == ["/at"]
+    assert "replay diverged at seq 2" in str(d) and "differs in: payload" in str(d)
+
+
+def test_rec_now_replays_the_recorded_time(store: Any) -> None:
+    def program(rec: Any) -> None:
+        rec.emit("note", {"at": rec.now()})
+    run = al.record(program, store=store)
+    assert al.replay(program, run).ok
+
+
+def test_program_that_stops_early_or_goes_on_diverges(recorded: tuple[Any, Tools, FakeLLM]) -> None:
+    run, _, _ = recorded
+    result = al.replay(lambda rec: "done", run)
+    assert not result.ok and result.divergence.seq == 1
+    assert result.divergence.actual.type == "run.finished"
+
+    def longer(rec: Any) -> None:
+        make_triage(Tools(forbidden=True), FakeLLM.forbidden())(rec)
+        rec.emit("note", {"extra": 1})
+    result = al.replay(longer, run)
+    assert not result.ok and result.divergence.expected.type == "run.finished"
+
+
+def test_changed_prompt_diverges_at_the_request(recorded: tuple[Any, Tools, FakeLLM]) -> None:
+    run, _, _ = recorded
+
+    def changed(rec: Any) -> None:
+        rec.llm({"model": MODEL, "messages": [{"role": "user", "content": "something else"}]},
+                call=FakeLLM.forbidden())
+    result = al.replay(changed, run)
+    assert not result.ok and result.divergence.seq == 1
+
+
+def test_permissive_replay_makes_exactly_the_changed_calls(recorded: tuple[Any, Tools, FakeLLM]) -> None:
+    run, _, _ = recorded
+    tools, model = Tools(), FakeLLM(lambda req: "wait and watch")
+
+    def changed(rec: Any) -> str:  # the same tools, a new system prompt for the model
+        alerts = rec.tool("get_alerts", {"service": "api"}, tools.alerts)
+        cpu = rec.tool("get_metric", {"name": "cpu"}, tools.metric)
+        return rec.llm({"model": MODEL, "messages": [
+            {"role": "system", "content": "You are a careful SRE."},
+            {"role": "user", "content": f"alerts={alerts} cpu={cpu}"}]}, call=model).content
+    result = al.replay(changed, run, mode="permissive")
+    assert result.ok and (result.served, result.live) == (2, 1)
+    assert (tools.alerts.calls, tools.metric.calls, model.calls) == (0, 0, 1)
+    new = result.run
+    assert new.id != run.id and new.meta["tags"] == {"replay_of": run.id}
+    served = [e for e in new.iter_events() if e.type == "tool.result"]
+    assert all(e.payload["served_from_seq"] >= 0 for e in served)
+
+
+def test_permissive_replay_serves_llm_calls_with_no_cost(recorded: tuple[Any, Tools, FakeLLM]) -> None:
+    run, _, _ = recorded
+    result = al.replay(make_triage(Tools(), FakeLLM.forbidden()), run, mode="permissive")
+    response = next(e for e in result.run.iter_events() if e.type == "llm.response")
+    assert response.payload["cache_hit"] is True and response.cost_usd == 0.0
+    assert response.input_tokens > 0  # the conversation's size is still a fact
+
+
+def test_bad_mode_lists_the_valid_ones(recorded: tuple[Any, Tools, FakeLLM]) -> None:
+    with pytest.raises(ValueError, match="use one of 'strict', 'permissive'"):
+        al.replay(lambda rec: None, recorded[0], mode="lenient")
+
+
+def test_failed_llm_call_replays_as_the_same_failure(store: Any) -> None:
+    def flaky(request: Any) -> Any:
+        raise TimeoutError("model timed out")
+
+    def program(rec: Any) -> str:
+        try:
+            rec.llm({"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}, call=flaky)
+        except al.LLMCallError as exc:
+            return f"gave up: {exc.error}"
+        return "answered"
+    run = al.record(program, store=store)
+    assert run.event(len(run) - 1).payload["result"] == "gave up: TimeoutError: model timed out"
+    result = al.replay(program, run)
+    assert result.ok and result.result == "gave up: TimeoutError: model timed out"
