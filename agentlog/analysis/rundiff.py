@@ -1,0 +1,356 @@
+"""``al.diff(run_a, run_b)``: where two runs part, what happened after, and what it changed.
+
+1. **The shared prefix.** Runs related by forking share their first events by construction:
+   ``run.json`` records each fork's parent and fork seq, so the common prefix of a fork and
+   its parent (or of two forks of one parent, at any depth) is known without reading it. The
+   hashes at its last seq are compared to confirm it (a chain hash covers every event before
+   it), then the hash columns after it are compared, vectorised, to find the first seq where
+   the runs differ. For unrelated runs the hash columns are compared from seq 0.
+2. **The events after it** are aligned by signature (:mod:`agentlog.analysis.align`).
+   Aligned pairs whose payloads are equal, apart from the fields that are bookkeeping of
+   where an event was served from (:data:`IGNORED`), are *matched*; the rest *changed*, with
+   a summary of what changed.
+3. **The state patch** is ``diff_states`` of the two final states. Both are folded from the
+   state at the end of the shared prefix, so they share structure and the patch costs what
+   changed. It is computed on first use (folding a long run takes time).
+4. **Graph changes**: objects and relations added, removed or changed between the final
+   states (provenance ignored: it names seqs, which shift).
+5. **The usage delta**: events, calls, tokens, cost and duration of each run and b - a.
+
+All the work on events after the prefix is vectorised or linear in the number of events
+after it; the prefix itself is never walked.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..chain import GENESIS
+from . import columns as C
+from ._duck import query
+from .align import align
+from .tables import event_table
+
+if TYPE_CHECKING:
+    from ..fold.patch import Patch
+    from ..store.run import Run
+
+__all__ = ["IGNORED", "RunDiff", "diff"]
+
+#: Payload fields left out when deciding whether two aligned events are the same: they record
+#: how an event came about, not what it says (the idempotency key and span ids derive from
+#: seqs, which shift when a fork inserts ``fork.started``).
+IGNORED: Final = frozenset({"idempotency_key", "served_from_seq", "cache_hit", "cost_source"})
+#: Per type, more such fields.
+IGNORED_BY_TYPE: Final = {"span.started": frozenset({"parent"})}
+
+_SUMMARY_OPS: Final = 2
+_STATUSES: Final = ("matched", "changed", "only_a", "only_b")
+
+
+def _lineage(run: Run) -> dict[str, int]:
+    """``{run id: last seq shared with run}`` for the run and each of its ancestors, from the
+    fork records in ``run.json`` (nothing is read but ``run.json``)."""
+    hi = len(run) - 1
+    found = {run.id: hi}
+    cur: Run | None = run
+    while cur is not None and cur.fork_seq is not None:
+        hi = min(hi, cur.fork_seq)
+        try:
+            cur = cur.parent
+        except LookupError:  # the parent left the store: the lineage ends here
+            break
+        if cur is None or cur.id in found:
+            break
+        found[cur.id] = hi
+    return found
+
+
+def _hash_at(table: pa.Table, seq: int) -> str:
+    return GENESIS if seq < 0 else str(table.column("hash")[seq].as_py())
+
+
+def _first_difference(ha: pa.ChunkedArray, hb: pa.ChunkedArray) -> int:
+    """Index of the first position where two hash columns differ (their common length if none)."""
+    n = min(len(ha), len(hb))
+    if n == 0:
+        return 0
+    same = pc.equal(ha.slice(0, n), hb.slice(0, n)).to_numpy(zero_copy_only=False)
+    bad = np.flatnonzero(~same)
+    return int(bad[0]) if len(bad) else n
+
+
+def _shared_prefix(a: Run, b: Run, ta: pa.Table, tb: pa.Table) -> tuple[int, str]:
+    """``(number of shared events, how it was found)``."""
+    known, how = 0, "hash"
+    same_store = a.store.path == b.store.path  # run ids name the same runs only in one store
+    la, lb = (_lineage(a), _lineage(b)) if same_store else ({}, {})
+    common = set(la) & set(lb)
+    if common:
+        best = max(min(la[c], lb[c]) for c in common)
+        if best >= 0 and best < min(ta.num_rows, tb.num_rows) and \
+                _hash_at(ta, best) == _hash_at(tb, best):
+            known, how = best + 1, "lineage"
+    rest = _first_difference(ta.column("hash").slice(known), tb.column("hash").slice(known))
+    return known + rest, how
+
+
+_SIG_SQL: Final = """
+SELECT seq, type, actor,
+       coalesce(json_extract_string(payload, '$.name'), json_extract_string(payload, '$.key'),
+                json_extract_string(payload, '$.id')) AS name,
+       payload
+FROM t ORDER BY seq
+"""
+
+
+def _tail(table: pa.Table, start: int) -> dict[str, list[Any]]:
+    out = query(_SIG_SQL, {"t": table.slice(start)})
+    return {name: out.column(name).to_pylist() for name in out.column_names}
+
+
+def _content(type_: str, payload: str) -> Any:
+    value = json.loads(payload)
+    if isinstance(value, dict):
+        drop = IGNORED | IGNORED_BY_TYPE.get(type_, frozenset())
+        value = {k: v for k, v in value.items() if k not in drop}
+    return value
+
+
+def _change_summary(type_: str, pa_: str, pb: str) -> str:
+    from ..fold import diff_states, freeze
+    ops = list(diff_states(freeze(_content(type_, pa_)), freeze(_content(type_, pb))))
+    if len(ops) > 1:  # a request's key changes with anything else in it: say what else did
+        ops = [op for op in ops if op.get("path") != "/key"]
+    from ..fold.patch import Patch
+    lines = str(Patch(ops[:_SUMMARY_OPS])).splitlines()
+    more = len(ops) - _SUMMARY_OPS
+    return "; ".join(lines) + (f" (+{more} more)" if more > 0 else "")
+
+
+def _describe(type_: str, payload: str) -> str:
+    from ..fold.values import short
+    value = _content(type_, payload)
+    if isinstance(value, dict):
+        value = {k: v for k, v in value.items() if k != "key"}
+    return short(value, 100)
+
+
+def _usage(table: pa.Table) -> dict[str, float]:
+    types = table.column("type").cast(pa.string())
+    ts = table.column("ts").cast(pa.int64())
+
+    def total(name: str) -> float:
+        return float(pc.sum(table.column(name)).as_py() or 0)
+
+    n = table.num_rows
+    return {
+        "events": float(n),
+        "llm_calls": float(pc.sum(pc.equal(types, "llm.response")).as_py() or 0),
+        "tool_calls": float(pc.sum(pc.equal(types, "tool.result")).as_py() or 0),
+        "input_tokens": total("input_tokens"), "output_tokens": total("output_tokens"),
+        "cached_tokens": total("cached_tokens"), "cost_usd": total("cost_usd"),
+        "cost_unknown_calls": float(pc.sum(pc.and_(pc.equal(types, "llm.response"),
+                                                   pc.is_null(table.column("cost_usd")))).as_py() or 0),
+        "duration_ms": (pc.max(ts).as_py() - pc.min(ts).as_py()) / 1000.0 if n else 0.0,
+    }
+
+
+class RunDiff:
+    """How two runs differ; made by :func:`diff`. See the module docstring for the method.
+
+    Attributes:
+        a, b: the two runs.
+        prefix: how many events they share (seqs ``0..prefix-1`` have equal hashes).
+        divergence: the first seq where they differ, or ``None`` if they are the same run.
+        prefix_from: ``lineage`` (fork records, confirmed by hash) or ``hash`` (compared).
+        counts: aligned events after the prefix, per status.
+    """
+
+    def __init__(self, a: Run, b: Run, *, prefix: int, prefix_from: str, rows: pa.Table,
+                 usage: pd.DataFrame, reducers: Any = None) -> None:
+        self.a, self.b = a, b
+        self.prefix = prefix
+        self.prefix_from = prefix_from
+        self._rows = rows
+        self._usage = usage
+        self._reducers = reducers
+        statuses = Counter(rows.column("status").to_pylist())
+        self.counts: dict[str, int] = {s: statuses.get(s, 0) for s in _STATUSES}
+        same = self.counts["changed"] + self.counts["only_a"] + self.counts["only_b"] == 0
+        self.divergence: int | None = None if same else prefix
+
+    @property
+    def same(self) -> bool:
+        """True if the runs hold the same events."""
+        return self.divergence is None
+
+    def table(self) -> pd.DataFrame:
+        """One row per aligned pair of events after the shared prefix (see
+        :data:`~agentlog.analysis.columns.DIFF`)."""
+        return C.to_frame(self._rows, C.DIFF)
+
+    @property
+    def usage(self) -> pd.DataFrame:
+        """Per metric (index): the value for ``a``, for ``b``, and ``delta`` = b - a. Metrics:
+        events, llm_calls, tool_calls, input/output/cached tokens, cost_usd,
+        cost_unknown_calls, duration_ms (first to last event)."""
+        return self._usage.copy(deep=False)
+
+    @functools.cached_property
+    def _final_states(self) -> tuple[Any, Any]:
+        from ..fold import fold
+        a, b, r = self.a, self.b, self._reducers
+        if self.prefix == 0:
+            return a.state_at(len(a) - 1, reducers=r), b.state_at(len(b) - 1, reducers=r)
+        base = a.state_at(self.prefix - 1, reducers=r)
+        final_a = a.state_at(len(a) - 1, reducers=r)
+        final_b = fold(b.iter_events(self.prefix), reducers=r, initial=base)
+        return final_a, final_b
+
+    @functools.cached_property
+    def state_patch(self) -> Patch:
+        """``diff_states(final state of a, final state of b)``: applying it to a's gives b's."""
+        from ..fold import diff_states
+        sa, sb = self._final_states
+        return diff_states(sa, sb)
+
+    @functools.cached_property
+    def graph(self) -> pd.DataFrame:
+        """Objects and relations ``added``, ``removed`` or ``changed`` from a's final state to
+        b's: columns ``what`` (object / relation), ``id``, ``change``, ``detail``."""
+        from ..fold import diff_states, thaw
+        sa, sb = self._final_states
+        rows: list[tuple[str, str, str, str]] = []
+        for what, key in (("object", "objects"), ("relation", "relations")):
+            ga, gb = sa.get(key) or {}, sb.get(key) or {}
+            for ident in sorted(set(ga) | set(gb), key=str):
+                va, vb = ga.get(ident), gb.get(ident)
+                if va is None:
+                    rows.append((what, str(ident), "added", _short_item(vb)))
+                elif vb is None:
+                    rows.append((what, str(ident), "removed", _short_item(va)))
+                else:
+                    strip_a, strip_b = _no_provenance(va), _no_provenance(vb)
+                    if thaw(strip_a) != thaw(strip_b):
+                        patch = diff_states(strip_a, strip_b)
+                        rows.append((what, str(ident), "changed", "; ".join(str(patch).splitlines()[:3])))
+        spec = [C.Column(n, pa.string(), "") for n in ("what", "id", "change", "detail")]
+        cols: list[Sequence[str]] = [list(c) for c in zip(*rows, strict=True)] if rows else [[], [], [], []]
+        return C.to_frame({s.name: pa.array(c, pa.string()) for s, c in zip(spec, cols, strict=True)}, spec)
+
+    # --- display ---------------------------------------------------------------------------
+
+    def _label(self, run: Run) -> str:
+        return f"{run.id}" + (f" ({run.name})" if run.name else "")
+
+    def __repr__(self) -> str:
+        if self.same:
+            return f"<RunDiff {self.a.id} = {self.b.id}: the same {self.prefix:,} events>"
+        c = self.counts
+        return (f"<RunDiff {self.a.id} → {self.b.id}: {self.prefix:,} shared, diverge at seq "
+                f"{self.divergence}; {c['changed']} changed, {c['only_a']} only in a, "
+                f"{c['only_b']} only in b>")
+
+    def __str__(self) -> str:
+        lines = [f"a: {self._label(self.a)}, {len(self.a):,} events",
+                 f"b: {self._label(self.b)}, {len(self.b):,} events"]
+        if self.same:
+            lines.append(f"the same {self.prefix:,} events")
+            return "\n".join(lines)
+        c = self.counts
+        lines.append(f"shared prefix: {self.prefix:,} events (by {self.prefix_from}); "
+                     f"first divergence at seq {self.divergence}")
+        lines.append(f"after it: {c['matched']} matched, {c['changed']} changed, "
+                     f"{c['only_a']} only in a, {c['only_b']} only in b")
+        d = self._usage["delta"]
+        lines.append(f"usage b - a: {d['input_tokens']:+,.0f} input tokens, "
+                     f"{d['output_tokens']:+,.0f} output tokens, ${d['cost_usd']:+,.6f}, "
+                     f"{d['llm_calls']:+,.0f} llm calls, {d['tool_calls']:+,.0f} tool calls")
+        shown = [r for r in self._rows.to_pylist() if r["status"] != "matched"][:20]
+        for r in shown:
+            sa = "-" if r["seq_a"] is None else r["seq_a"]
+            sb = "-" if r["seq_b"] is None else r["seq_b"]
+            lines.append(f"  {r['status']:<8} {sa!s:>6} {sb!s:>6}  {r['type']}  {r['summary']}")
+        hidden = sum(c[s] for s in ("changed", "only_a", "only_b")) - len(shown)
+        if hidden > 0:
+            lines.append(f"  … {hidden:,} more")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str | None:
+        from ..widgets.html import diff_repr
+        return diff_repr(self)
+
+
+def _no_provenance(value: Any) -> Any:
+    return value.discard("provenance") if hasattr(value, "discard") else value
+
+
+def _short_item(value: Any) -> str:
+    from ..fold.values import short
+    return short(_no_provenance(value), 100)
+
+
+def diff(run_a: Run, run_b: Run, *, reducers: Any = None) -> RunDiff:
+    """Compare two runs: shared prefix, first divergence, aligned events after it, state patch,
+    graph changes and usage delta (see :mod:`agentlog.analysis.rundiff`).
+
+    Args:
+        run_a: the first run (e.g. the parent).
+        run_b: the second (e.g. a fork of it).
+        reducers: the reducer set for the states (default: the default projection).
+
+    Returns:
+        A :class:`RunDiff`; ``.table()`` lists the aligned events, ``.state_patch`` the patch.
+    """
+    ta, tb = event_table(run_a), event_table(run_b)
+    prefix, how = _shared_prefix(run_a, run_b, ta, tb)
+    ea, eb = _tail(ta, prefix), _tail(tb, prefix)
+    sig_a = list(zip(ea["type"], ea["actor"], ea["name"], strict=True))
+    sig_b = list(zip(eb["type"], eb["actor"], eb["name"], strict=True))
+    status: list[str] = []
+    seq_a: list[int | None] = []
+    seq_b: list[int | None] = []
+    types: list[str] = []
+    actors: list[str | None] = []
+    names: list[str | None] = []
+    summaries: list[str] = []
+    for step, i, j in align(sig_a, sig_b):
+        side, k = (ea, i) if i is not None else (eb, j)
+        assert k is not None
+        if step == "only_a" or step == "only_b":
+            summary = _describe(side["type"][k], side["payload"][k])
+        else:
+            assert i is not None and j is not None
+            pa_, pb = ea["payload"][i], eb["payload"][j]
+            if step == "same" and (pa_ == pb or _content(ea["type"][i], pa_) == _content(eb["type"][j], pb)):
+                step, summary = "matched", ""
+            else:
+                step, summary = "changed", _change_summary(ea["type"][i], pa_, pb)
+        status.append(step)
+        seq_a.append(None if i is None else ea["seq"][i])
+        seq_b.append(None if j is None else eb["seq"][j])
+        types.append(side["type"][k])
+        actors.append(side["actor"][k])
+        names.append(side["name"][k])
+        summaries.append(summary)
+    rows = pa.table({"status": pa.array(status, pa.string()), "seq_a": pa.array(seq_a, pa.int64()),
+                     "seq_b": pa.array(seq_b, pa.int64()), "type": pa.array(types, pa.string()),
+                     "actor": pa.array(actors, pa.string()), "name": pa.array(names, pa.string()),
+                     "summary": pa.array(summaries, pa.string())})
+    ua, ub = _usage(ta), _usage(tb)
+    usage = pd.DataFrame({"a": ua, "b": ub})
+    usage["delta"] = usage["b"] - usage["a"]
+    usage.index.name = "metric"
+    return RunDiff(run_a, run_b, prefix=prefix, prefix_from=how, rows=rows, usage=usage,
+                   reducers=reducers)
+

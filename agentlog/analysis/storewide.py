@@ -1,0 +1,331 @@
+"""Many runs at once: DuckDB over the store's Parquet dataset, the WAL tails, and ``run.json``.
+
+:func:`connect` takes a snapshot of the store and returns a DuckDB connection with these views:
+
+``events``
+    every event stored in the store, once, with its ``run_id``: the sealed segments, read by
+    DuckDB's Parquet reader with Hive partitioning (``runs/run_id=<id>/events-*.parquet``; the
+    files are listed, not globbed, since ``run.json`` and ``wal.jsonl`` sit beside them), plus
+    the WAL tail of every run that has one (an open or crashed run), registered as an Arrow
+    table. A fork's partition holds only its own events, so ``events`` counts what each run
+    paid.
+``run_events``
+    every run as read: each fork's parent prefix stitched in front of its own events (through
+    its lineage in ``run.json``), with ``stored_in``, the run whose files hold the event. Per
+    run it equals ``run.events``.
+``runs``
+    one row per run, the columns of :data:`~agentlog.analysis.columns.RUNS` (``verified`` is
+    ``not checked``; ``store.runs(verify=True)`` checks).
+``spans``, ``llm_calls``, ``tool_calls``
+    the per-run tables of every run, with ``run_id`` first: the same SQL as ``run.spans()``,
+    ``run.llm_calls()`` and ``run.tool_calls()``, over ``run_events``.
+
+The snapshot is consistent: for a run with a WAL, the segment list and the tail come from one
+reader snapshot (:mod:`agentlog.store.snapshot`), so a seal in between cannot duplicate or hide
+events. Events appended later are not seen; connect again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import columns as C
+from .cost import RUN_COST_KEYS, check_keys
+from .queries import UNKNOWN_COST, cost_sql, llm_calls_sql, spans_sql, tool_calls_sql
+from .tables import tags_text
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from ..store.store import Store
+
+__all__ = ["StoreSnapshot", "connect", "cost", "events", "runs", "scan", "sql"]
+
+_EVENT_COLUMNS: Final = tuple(c.name for c in C.EVENTS)
+_SELECT: Final = ", ".join(["run_id", *(f'"{c}"' for c in _EVENT_COLUMNS)])
+_NO_END: Final = 2**62  # "to the end of the run" in the lineage table
+
+
+@dataclass(slots=True)
+class StoreSnapshot:
+    """What :func:`scan` found: segment files, WAL tails, and each run's ``run.json``."""
+
+    files: list[str] = field(default_factory=list)
+    """Sealed segment files, in run then seq order."""
+    tails: list[pa.Table] = field(default_factory=list)
+    """WAL tails with a ``run_id`` column."""
+    metas: list[dict[str, Any]] = field(default_factory=list)
+    """One row per run, in ``store.list_runs()`` order: run_id, name, status, created, tags,
+    parent, fork_seq."""
+
+    def tail_table(self) -> pa.Table:
+        """The WAL tails as one table (``run_id`` first, ``type`` as plain text)."""
+        schema = pa.schema([pa.field("run_id", pa.string()),
+                            *(pa.field(c.name, c.arrow) for c in C.EVENTS)])
+        if not self.tails:
+            return schema.empty_table()
+        return pa.concat_tables([t.select(schema.names).cast(schema) for t in self.tails])
+
+    def lineage(self) -> pa.Table:
+        """``(run_id, stored_in, lo, hi)``: run ``run_id`` holds ``stored_in``'s own events with
+        ``lo <= seq <= hi``. A fork of a fork walks up to the root."""
+        by_id = {m["run_id"]: m for m in self.metas}
+        rows: list[tuple[str, str, int, int]] = []
+        for meta in self.metas:
+            hi = _NO_END
+            cur: dict[str, Any] | None = meta
+            seen: set[str] = set()
+            while cur is not None and cur["run_id"] not in seen:
+                seen.add(cur["run_id"])
+                fork_seq = cur["fork_seq"]
+                lo = 0 if fork_seq is None else fork_seq + 1
+                if lo <= hi:
+                    rows.append((meta["run_id"], cur["run_id"], lo, hi))
+                if fork_seq is None:
+                    break
+                hi = min(hi, fork_seq)
+                cur = by_id.get(cur["parent"])  # a parent missing from the store ends the walk
+        cols: list[Sequence[Any]] = [list(c) for c in zip(*rows, strict=True)] if rows else [[], [], [], []]
+        return pa.table({"run_id": pa.array(cols[0], pa.string()),
+                         "stored_in": pa.array(cols[1], pa.string()),
+                         "lo": pa.array(cols[2], pa.int64()), "hi": pa.array(cols[3], pa.int64())})
+
+    def meta_table(self) -> pa.Table:
+        """The ``run.json`` facts, one row per run, with ``ord`` (the listing order)."""
+        names = ("run_id", "name", "status", "created", "tags", "parent", "fork_seq")
+        types = (pa.string(), pa.string(), pa.string(), pa.timestamp("us", tz="UTC"), pa.string(),
+                 pa.string(), pa.int64())
+        data = {n: pa.array([m[n] for m in self.metas], t) for n, t in zip(names, types, strict=True)}
+        data["ord"] = pa.array(range(len(self.metas)), pa.int64())
+        return pa.table(data)
+
+
+def scan(store: Store) -> StoreSnapshot:
+    """List the store's runs, segment files and WAL tails (see the module docstring)."""
+    from ..errors import StoreError
+    from ..store.meta import read_meta, run_dir_name
+    from ..store.segments import parse_segment_name
+
+    snap = StoreSnapshot()
+    for run_id in store.list_runs():
+        run_dir = store.runs_path / run_dir_name(run_id)
+        try:
+            meta = read_meta(run_dir)
+        except (StoreError, FileNotFoundError):
+            meta = {"status": "unreadable"}
+        parent = meta.get("parent") or {}
+        snap.metas.append({
+            "run_id": run_id, "name": meta.get("name"), "status": str(meta.get("status", "open")),
+            "created": pd.Timestamp(meta["created"]) if meta.get("created") else None,
+            "tags": tags_text(meta), "parent": parent.get("run_id"),
+            "fork_seq": None if not parent else int(parent["seq"]),
+        })
+        if (run_dir / "wal.jsonl").exists():
+            run = store.run(run_id, exact=True)
+            held = run._snapshot()
+            snap.files.extend(str(seg.path) for seg in held.segments)
+            if held.tail:
+                tail = held.tail_table()
+                ids = pa.array([run_id] * tail.num_rows, pa.string())
+                snap.tails.append(tail.append_column("run_id", ids))
+        else:
+            names = sorted(n for n in os.listdir(run_dir) if parse_segment_name(n) is not None)
+            snap.files.extend(str(run_dir / n) for n in names)
+    return snap
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _runs_sql() -> str:
+    return f"""
+WITH agg AS (
+    SELECT run_id, count(*) AS events,
+           count(*) FILTER (WHERE stored_in = run_id) AS own_events,
+           count(*) FILTER (WHERE type = 'span.started') AS spans,
+           count(*) FILTER (WHERE type = 'llm.response') AS llm_calls,
+           count(*) FILTER (WHERE type = 'tool.result') AS tool_calls,
+           min(ts) AS started, max(ts) AS ended,
+           (epoch_us(max(ts)) - epoch_us(min(ts))) / 1000.0 AS duration_ms,
+           CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS input_tokens,
+           CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS output_tokens,
+           CAST(coalesce(sum(cached_tokens), 0) AS BIGINT) AS cached_tokens,
+           coalesce(sum(cost_usd), 0.0) AS cost_usd,
+           count(*) FILTER (WHERE {UNKNOWN_COST}) AS cost_unknown_calls,
+           coalesce(sum(cost_usd) FILTER (WHERE stored_in = run_id), 0.0) AS own_cost_usd
+    FROM run_events GROUP BY run_id
+)
+SELECT m.run_id, m.name, m.status, m.created, m.tags, m.parent, m.fork_seq,
+       coalesce(a.events, 0) AS events, coalesce(a.own_events, 0) AS own_events,
+       coalesce(a.spans, 0) AS spans, coalesce(a.llm_calls, 0) AS llm_calls,
+       coalesce(a.tool_calls, 0) AS tool_calls, a.started, a.ended, a.duration_ms,
+       coalesce(a.input_tokens, 0) AS input_tokens, coalesce(a.output_tokens, 0) AS output_tokens,
+       coalesce(a.cached_tokens, 0) AS cached_tokens, coalesce(a.cost_usd, 0.0) AS cost_usd,
+       coalesce(a.cost_unknown_calls, 0) AS cost_unknown_calls,
+       coalesce(a.own_cost_usd, 0.0) AS own_cost_usd, 'not checked' AS verified
+FROM _agentlog_meta m LEFT JOIN agg a ON a.run_id = m.run_id
+ORDER BY m.ord
+"""
+
+
+def connect(store: Store, snapshot: StoreSnapshot | None = None) -> duckdb.DuckDBPyConnection:
+    """A new DuckDB connection with the views of the module docstring (UTC session).
+
+    The caller owns it: close it when done (or use it as a context manager).
+    """
+    import duckdb
+
+    snap = snapshot if snapshot is not None else scan(store)
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        con.register("_agentlog_tails", snap.tail_table())
+        con.register("_agentlog_lineage", snap.lineage())
+        con.register("_agentlog_meta", snap.meta_table())
+        parts = [f"SELECT {_SELECT} FROM _agentlog_tails"]
+        if snap.files:
+            files = ", ".join(_literal(f) for f in snap.files)
+            parts.insert(0, f"SELECT {_SELECT} FROM read_parquet([{files}], hive_partitioning = true, "
+                            "hive_types = {'run_id': 'VARCHAR'})")
+        con.execute(f"CREATE VIEW events AS {' UNION ALL '.join(parts)}")
+        con.execute("""CREATE VIEW run_events AS
+            SELECT l.run_id, e.* EXCLUDE (run_id), e.run_id AS stored_in
+            FROM _agentlog_lineage l JOIN events e
+              ON e.run_id = l.stored_in AND e.seq BETWEEN l.lo AND l.hi""")
+        con.execute(f"CREATE VIEW runs AS {_runs_sql()}")
+        con.execute(f"CREATE VIEW spans AS {spans_sql('run_events')}")
+        con.execute(f"CREATE VIEW llm_calls AS {llm_calls_sql('run_events')}")
+        con.execute(f"CREATE VIEW tool_calls AS {tool_calls_sql('run_events')}")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def sql(store: Store, query: str) -> pd.DataFrame:
+    """Run ``query`` over the views of :func:`connect` and return a DataFrame."""
+    con = connect(store)
+    try:
+        return C.arrow_to_frame(con.sql(query).to_arrow_table())
+    finally:
+        con.close()
+
+
+def runs(store: Store, *, verify: bool = False) -> pd.DataFrame:
+    """One row per run, in ``store.list_runs()`` order (see
+    :data:`~agentlog.analysis.columns.RUNS`).
+
+    Args:
+        store: the store.
+        verify: verify every run (reads and hashes everything); else ``verified`` is
+            ``not checked``.
+    """
+    con = connect(store)
+    try:
+        frame = C.to_frame(con.sql("SELECT * FROM runs").to_arrow_table(), C.RUNS)
+    finally:
+        con.close()
+    if verify:
+        reports = store.verify(progress=False)
+        frame["verified"] = pd.array([("ok" if reports[r].ok else "not ok") if r in reports
+                                      else "not checked" for r in frame["run_id"]],
+                                     dtype=C.RUNS[-1].dtype)
+    return frame
+
+
+def _event_spec(columns: Sequence[str] | None) -> list[C.Column]:
+    run_col = C.Column("run_id", pa.string(), "the run")
+    if columns is None:
+        return [run_col, *C.EVENTS]
+    known = {c.name: c for c in C.EVENTS}
+    unknown = [c for c in columns if c != "run_id" and c not in known]
+    if unknown:
+        raise ValueError(f"unknown event column(s) {', '.join(map(repr, unknown))}; "
+                         f"the columns are run_id, {', '.join(known)}")
+    return [run_col, *(known[c] for c in columns if c != "run_id")]
+
+
+def events(store: Store, where: str | pc.Expression | None = None,
+           columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """Every stored event (each run's own events, WAL tails included), ordered by run and seq.
+
+    Args:
+        store: the store.
+        where: a filter pushed down to the Parquet scan: a DuckDB SQL condition
+            (``"type = 'llm.response' AND run_id = 'abc'"``) or a pyarrow compute expression
+            (``pc.field("type") == "llm.response"``). Conditions on ``run_id`` prune whole run
+            folders; on ``seq``, ``ts`` or the usage columns, row groups.
+        columns: the event columns to return (``run_id`` always comes first).
+
+    Raises:
+        ValueError: an unknown column.
+        TypeError: ``where`` is neither a string nor an expression.
+    """
+    spec = _event_spec(columns)
+    names = [c.name for c in spec]
+    snap = scan(store)
+    if where is None or isinstance(where, str):
+        con = connect(store, snap)
+        try:
+            cols = ", ".join(f'"{n}"' for n in names)
+            cond = f"WHERE {where}" if where else ""
+            table = con.sql(f"SELECT {cols} FROM events {cond} ORDER BY run_id, seq").to_arrow_table()
+        finally:
+            con.close()
+        return C.to_frame(table, spec)
+    if not isinstance(where, pc.Expression):
+        raise TypeError(f"where must be a DuckDB SQL condition (str) or a pyarrow.compute.Expression, "
+                        f"got {type(where).__name__}")
+    import pyarrow.dataset as ds
+
+    parts = []
+    if snap.files:
+        part = ds.partitioning(pa.schema([("run_id", pa.string())]), flavor="hive")
+        dataset = ds.dataset(snap.files, format="parquet", partitioning=part,
+                             partition_base_dir=str(Path(store.runs_path)))
+        parts.append(_plain(dataset.to_table(filter=where)))
+    parts.append(ds.dataset(snap.tail_table()).to_table(filter=where))
+    table = pa.concat_tables([p.select(["run_id", *_EVENT_COLUMNS]) for p in parts])
+    table = table.sort_by([("run_id", "ascending"), ("seq", "ascending")])
+    return C.to_frame(table.select(names), spec)
+
+
+def _plain(table: pa.Table) -> pa.Table:
+    """Dictionary columns (``type`` in the segments) as plain text, so tables concatenate."""
+    fields = [pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type)
+              for f in table.schema]
+    return table.cast(pa.schema(fields))
+
+
+STORE_COST_KEYS: Final = ("run", *RUN_COST_KEYS)
+
+
+def cost(store: Store, by: str | Sequence[str] = ("run", "model", "day")) -> pd.DataFrame:
+    """Usage of every run's own events summed by ``by`` (see
+    :data:`~agentlog.analysis.columns.COST_KEYS` and ``COST_VALUES``).
+
+    Each run counts only the events in its own files: a fork's prefix was paid by its parent,
+    and an answer served from a log cost 0 as recorded. Unknown costs are counted in
+    ``cost_unknown_calls``, never as 0. Computed by DuckDB over the Parquet files (only the
+    columns needed are read); ``table.sum(numeric_only=True)`` is the total row.
+
+    Args:
+        store: the store.
+        by: keys from ``run``, ``model``, ``actor``, ``span``, ``kind``, ``type``, ``day``.
+    """
+    keys = check_keys(by, STORE_COST_KEYS)
+    con = connect(store)
+    try:
+        table = con.sql(cost_sql("events", "run_events", keys)).to_arrow_table()
+    finally:
+        con.close()
+    return C.to_frame(table, C.cost_spec(keys))

@@ -1,0 +1,215 @@
+"""Per-run tables: events, model calls, tool calls, running token totals and the one-row summary.
+
+Every function takes a :class:`~agentlog.Run` and returns a DataFrame whose columns are
+specified in :mod:`agentlog.analysis.columns`. Tables are built from ``run.table()`` (the
+whole run as read: a fork's parent prefix, the sealed segments and the WAL tail) with Arrow,
+pandas and DuckDB working on whole columns, and are cached per snapshot of the run (a
+``run.refresh()`` starts over). Each call returns a new DataFrame, so changing one does not
+change the next.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import weakref
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import columns as C
+from ._duck import query
+from .queries import UNKNOWN_COST, USAGE_ROWS, llm_calls_sql, tool_calls_sql
+
+if TYPE_CHECKING:
+    from ..store.run import Run
+
+__all__ = ["event_source", "events", "events_expanded", "llm_calls", "run_query", "summary",
+           "tokens_over_time", "tool_calls"]
+
+_lock = threading.Lock()
+_cache: weakref.WeakKeyDictionary[Any, tuple[Any, dict[str, Any]]] = weakref.WeakKeyDictionary()
+
+
+def cached(run: Run, name: str, build: Callable[[], Any]) -> Any:
+    """``build()`` once per snapshot of ``run`` (a refresh, or new events read, start over)."""
+    snap = run._snapshot()
+    with _lock:
+        held = _cache.get(run)
+        if held is None or held[0] is not snap:
+            held = (snap, {})
+            _cache[run] = held
+        values = held[1]
+        if name in values:
+            return values[name]
+    value = build()
+    with _lock:
+        values[name] = value
+    return value
+
+
+def _frame(run: Run, name: str, build: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    # A shallow copy: with copy-on-write, changes to it never reach the cached frame.
+    frame: pd.DataFrame = cached(run, name, build)
+    return frame.copy(deep=False)
+
+
+def event_table(run: Run) -> pa.Table:
+    """``run.table()``, cached per snapshot."""
+    table: pa.Table = cached(run, "table", run.table)
+    return table
+
+
+def event_source(run: Run) -> pa.Table:
+    """The run's events with a constant ``run_id`` column: the shape the SQL of
+    :mod:`agentlog.analysis.queries` reads."""
+    def build() -> pa.Table:
+        table = event_table(run)
+        ids = pa.DictionaryArray.from_arrays(pa.array(np.zeros(table.num_rows, np.int32)),
+                                             pa.array([run.id], pa.string()))
+        return table.append_column("run_id", ids)
+    source: pa.Table = cached(run, "source", build)
+    return source
+
+
+def run_query(run: Run, sql: Callable[[str], str], spec: tuple[C.Column, ...]) -> pd.DataFrame:
+    """Run a query of :mod:`~agentlog.analysis.queries` over one run and shape it to ``spec``."""
+    return C.to_frame(query(sql("ev"), {"ev": event_source(run)}), spec)
+
+
+# --- the tables --------------------------------------------------------------------------------
+
+
+def events(run: Run) -> pd.DataFrame:
+    """One row per event, in seq order (see :data:`~agentlog.analysis.columns.EVENTS`)."""
+    return _frame(run, "events", lambda: C.to_frame(event_table(run), C.EVENTS))
+
+
+_BASE = ("seq", "type", "actor", "caused_by", "span_id", "ts")
+
+
+def events_expanded(run: Run, types: str | Iterable[str] | None = None) -> pd.DataFrame:
+    """The events of ``types`` (all if ``None``) with their payload fields as columns.
+
+    The base columns ``seq, type, actor, caused_by, span_id, ts`` come first, then one column
+    per payload field, nested fields as dotted paths (``args.service``), as
+    :func:`pandas.json_normalize` flattens them, converted to Arrow-backed dtypes. A field
+    whose name is a base column is prefixed ``payload.``. Lists stay Python lists.
+    """
+    table = event_table(run)
+    if types is not None:
+        wanted = [types] if isinstance(types, str) else list(types)
+        table = table.filter(pc.is_in(table.column("type").cast(pa.string()),
+                                      value_set=pa.array(wanted, pa.string())))
+    base = C.to_frame(table, [c for c in C.EVENTS if c.name in _BASE])
+    # One json.loads per selected row: the fields are only known once the payloads are read.
+    records = [json.loads(p) for p in table.column("payload").to_pylist()]
+    fields = pd.json_normalize(records) if records else pd.DataFrame(index=range(0))
+    fields = fields.rename(columns={c: f"payload.{c}" for c in fields.columns if c in _BASE})
+    if len(fields.columns):
+        fields = fields.convert_dtypes(dtype_backend="pyarrow")
+    fields.index = base.index
+    return pd.concat([base, fields], axis=1)
+
+
+def llm_calls(run: Run) -> pd.DataFrame:
+    """One row per model answer or failed model call (see
+    :data:`~agentlog.analysis.columns.LLM_CALLS`)."""
+    return _frame(run, "llm_calls", lambda: run_query(run, llm_calls_sql, C.LLM_CALLS))
+
+
+def tool_calls(run: Run) -> pd.DataFrame:
+    """One row per tool result (see :data:`~agentlog.analysis.columns.TOOL_CALLS`)."""
+    return _frame(run, "tool_calls", lambda: run_query(run, tool_calls_sql, C.TOOL_CALLS))
+
+
+def _tokens_sql(src: str) -> str:
+    window = "OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING)"
+    return f"""
+SELECT seq, ts, type, model, input_tokens, output_tokens, cached_tokens, cost_usd,
+       CAST(sum(coalesce(input_tokens, 0)) {window} AS BIGINT) AS cum_input_tokens,
+       CAST(sum(coalesce(output_tokens, 0)) {window} AS BIGINT) AS cum_output_tokens,
+       CAST(sum(coalesce(cached_tokens, 0)) {window} AS BIGINT) AS cum_cached_tokens,
+       sum(coalesce(cost_usd, 0.0)) {window} AS cum_cost_usd,
+       CAST(sum(CASE WHEN {UNKNOWN_COST} THEN 1 ELSE 0 END) {window} AS BIGINT) AS cum_cost_unknown_calls
+FROM {src} WHERE {USAGE_ROWS}
+ORDER BY seq
+"""
+
+
+def tokens_over_time(run: Run) -> pd.DataFrame:
+    """Running totals of tokens and cost at each usage event (see
+    :data:`~agentlog.analysis.columns.TOKENS_OVER_TIME`)."""
+    return _frame(run, "tokens", lambda: run_query(run, _tokens_sql, C.TOKENS_OVER_TIME))
+
+
+# --- summary -----------------------------------------------------------------------------------
+
+
+def verified_state(run: Run) -> str:
+    """``ok`` / ``not ok`` from the last ``run.verify()`` if it still describes the run, else
+    ``not checked``."""
+    report = getattr(run, "_last_verify", None)
+    if report is None or report.events != len(run) or report.head != run.head:
+        return "not checked"
+    return "ok" if report.ok else "not ok"
+
+
+def tags_text(meta: dict[str, Any]) -> str:
+    """A run's tags as compact JSON text (the ``tags`` column)."""
+    return json.dumps(meta.get("tags"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def summary(run: Run, *, verify: bool = False) -> pd.DataFrame:
+    """One row describing the run (see :data:`~agentlog.analysis.columns.RUNS`).
+
+    Args:
+        run: the run.
+        verify: run ``run.verify()`` (reads and hashes every event); by default the
+            ``verified`` column reports the last verification, or ``not checked``.
+    """
+    if verify:
+        run.verify()
+    row = dict(cached(run, "summary", lambda: _summary_row(run)))
+    row["verified"] = verified_state(run)
+    return C.to_frame({k: [v] for k, v in row.items()}, C.RUNS)
+
+
+def _sum(table: pa.Table, name: str) -> Any:
+    value = pc.sum(table.column(name)).as_py()
+    return 0 if value is None else value
+
+
+def _summary_row(run: Run) -> dict[str, Any]:
+    table = event_table(run)
+    meta = run.meta
+    types = table.column("type").cast(pa.string())
+    n = table.num_rows
+    ts = table.column("ts")
+    started, ended = (pc.min(ts).as_py(), pc.max(ts).as_py()) if n else (None, None)
+    micros = ts.cast(pa.int64())
+    fork_seq = run.fork_seq
+    own = table if fork_seq is None else table.slice(fork_seq + 1)
+    parent = meta.get("parent") or {}
+    llm = pc.equal(types, "llm.response")
+    unknown = pc.and_(llm, pc.is_null(table.column("cost_usd")))
+    return {
+        "run_id": run.id, "name": run.name, "status": run.status,
+        "created": pd.Timestamp(meta["created"]) if meta.get("created") else None,
+        "tags": tags_text(meta),
+        "parent": parent.get("run_id"), "fork_seq": fork_seq,
+        "events": n, "own_events": own.num_rows,
+        "spans": pc.sum(pc.equal(types, "span.started")).as_py() or 0,
+        "llm_calls": pc.sum(llm).as_py() or 0,
+        "tool_calls": pc.sum(pc.equal(types, "tool.result")).as_py() or 0,
+        "started": started, "ended": ended,
+        "duration_ms": (pc.max(micros).as_py() - pc.min(micros).as_py()) / 1000.0 if n else None,
+        "input_tokens": _sum(table, "input_tokens"), "output_tokens": _sum(table, "output_tokens"),
+        "cached_tokens": _sum(table, "cached_tokens"), "cost_usd": float(_sum(table, "cost_usd")),
+        "cost_unknown_calls": pc.sum(unknown).as_py() or 0,
+        "own_cost_usd": float(_sum(own, "cost_usd")),
+    }

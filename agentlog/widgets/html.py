@@ -1,0 +1,404 @@
+"""HTML reprs: pure builders from summary values to strings, and the ``_repr_html_`` entry points.
+
+The shape follows xarray's ``formatting_html``: every repr is a ``div`` holding the stylesheet
+(package data, read once), an escaped ``<pre>`` text fallback that only shows where the CSS
+does not load (a viewer that strips ``<style>``), and the HTML itself: a header, a grid of
+facts, and ``<details>`` sections that start folded past ``fold_rows`` rows. Long tables are
+cut with a count ("… 1,180 more"). Everything that came from a run (names, payload text, tool
+and model names, error messages) goes through :func:`html.escape`: agent output is untrusted
+HTML. ``agentlog.widgets.set_options(display="text")`` makes the entry points return ``None``,
+so notebooks show the plain ``repr``.
+
+The builders (``*_card``) take plain values (mappings and lists) and do no I/O; the entry
+points (``*_repr``) gather those values from a run, store, diff or report.
+
+>>> print(fmt_usd(0.0000042), fmt_usd(0.25), fmt_usd(1234.5), fmt_ms(850), fmt_ms(61_500))
+$0.000004 $0.2500 $1,234.50 850 ms 1 min 1.5 s
+>>> cut("x" * 100, 10)
+'xxxxxxxxx… 91 more'
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import math
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from typing import TYPE_CHECKING, Any, Final
+
+from .options import OPTIONS
+
+if TYPE_CHECKING:
+    from ..analysis.rundiff import RunDiff
+    from ..store.run import Run
+    from ..store.store import Store
+    from ..store.verify import VerifyReport
+
+__all__ = ["cut", "diff_card", "diff_repr", "fmt_int", "fmt_ms", "fmt_usd", "obj_repr", "run_card",
+           "run_repr", "run_text", "section", "store_card", "store_repr", "table", "verify_card",
+           "verify_repr"]
+
+CELL_LIMIT: Final = 120   # characters of a table cell
+ROW_LIMIT: Final = 200    # rows of a table before "… N more"
+STORE_ROWS: Final = 50    # runs listed in a store's repr
+
+
+@functools.cache
+def _css() -> str:
+    """The stylesheet, read from package data once per process."""
+    return resources.files("agentlog.widgets").joinpath("static/agentlog.css").read_text(encoding="utf-8")
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _missing(value: Any) -> bool:
+    if value is None:
+        return True
+    try:
+        return bool(value != value)  # noqa: PLR0124 - NaN and NaT differ from themselves; pd.NA raises
+    except TypeError:
+        return True
+
+
+# --- formatting (pure) -------------------------------------------------------------------------
+
+
+def fmt_int(value: Any) -> str:
+    """``1,204``; ``–`` when missing."""
+    return "–" if _missing(value) else f"{int(value):,}"
+
+
+def fmt_usd(value: Any) -> str:
+    """Dollars with enough digits to see small costs; ``–`` when missing."""
+    if _missing(value):
+        return "–"
+    x = float(value)
+    if x == 0:
+        return "$0"
+    if abs(x) >= 1:
+        return f"${x:,.2f}"
+    if abs(x) >= 0.01:
+        return f"${x:.4f}"
+    return f"${x:.6f}"
+
+
+def fmt_ms(value: Any) -> str:
+    """``850 ms``, ``3.2 s``, ``2 min 5.0 s``, ``1 h 2 min``; ``–`` when missing."""
+    if _missing(value):
+        return "–"
+    ms = float(value)
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    s = ms / 1000
+    if s < 60:
+        return f"{s:.1f} s"
+    if s < 3600:
+        return f"{int(s // 60)} min {s % 60:.1f} s"
+    return f"{int(s // 3600)} h {int(s % 3600 // 60)} min"
+
+
+def _fmt_time(value: Any) -> str:
+    if _missing(value):
+        return "–"
+    iso = getattr(value, "isoformat", None)
+    text = iso(sep=" ", timespec="seconds") if callable(iso) else str(value)
+    return text.replace("+00:00", " UTC")
+
+
+def _fmt(value: Any) -> str:
+    if _missing(value):
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.6g}" if math.isfinite(value) else str(value)
+    if hasattr(value, "isoformat"):
+        return _fmt_time(value)
+    return str(value)
+
+
+def cut(text: str, limit: int = CELL_LIMIT) -> str:
+    """``text`` cut to ``limit - 1`` characters and ``… N more``."""
+    return text if len(text) <= limit else f"{text[:limit - 1]}… {len(text) - limit + 1:,} more"
+
+
+# --- building blocks (pure) --------------------------------------------------------------------
+
+
+def obj_repr(text: str, header: str, body: str) -> str:
+    """The outer frame: stylesheet, escaped text fallback, then the HTML (hidden without CSS)."""
+    return (f'<div class="al-repr"><style>{_css()}</style>'
+            f'<pre class="al-text">{_e(text)}</pre>'
+            f'<div class="al-wrap" style="display:none">{header}{body}</div></div>')
+
+
+def header(kind: str, title: str | None, ident: str | None = None,
+           badge: tuple[str, str] | None = None) -> str:
+    """``agentlog.Run  <title>  <id>  [badge]``; ``badge`` is ``(text, css class)``."""
+    parts = [f'<span class="al-obj">agentlog.{_e(kind)}</span>']
+    if title:
+        parts.append(f'<span class="al-title">{_e(title)}</span>')
+    if ident:
+        parts.append(f'<span class="al-id">{_e(ident)}</span>')
+    if badge is not None:
+        parts.append(f'<span class="al-badge {_e(badge[1])}">{_e(badge[0])}</span>')
+    return f'<div class="al-header">{"".join(parts)}</div>'
+
+
+def grid(pairs: Sequence[tuple[str, str]]) -> str:
+    """A two-column list of facts; labels and values are plain text (escaped here)."""
+    items = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in pairs)
+    return f'<dl class="al-grid">{items}</dl>'
+
+
+def section(title: str, body_html: str, n: int | None = None, *, folded: bool | None = None) -> str:
+    """A ``<details>`` section; folded when it has more than ``fold_rows`` items."""
+    if folded is None:
+        folded = n is not None and n > int(OPTIONS["fold_rows"])
+    count = f' <span class="al-count">({n:,})</span>' if n is not None else ""
+    state = "" if folded else " open"
+    return (f'<li class="al-section"><details{state}><summary>{_e(title)}{count}</summary>'
+            f"{body_html}</details></li>")
+
+
+def sections(items: Sequence[str]) -> str:
+    """The list that holds the sections."""
+    return f'<ul class="al-sections">{"".join(items)}</ul>' if items else ""
+
+
+def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, numeric: Sequence[bool] = (),
+          row_classes: Sequence[str] = (), limit: int = ROW_LIMIT) -> str:
+    """An HTML table of formatted, escaped cells, cut after ``limit`` rows with a count."""
+    nums = list(numeric) + [False] * (len(columns) - len(numeric))
+    head = "".join(f"<th>{_e(c)}</th>" for c in columns)
+    body = []
+    for k, row in enumerate(rows[:limit]):
+        cls = f' class="al-{_e(row_classes[k])}"' if k < len(row_classes) else ""
+        cells = "".join(f'<td class="al-num">{_e(cut(_fmt(v)))}</td>' if nums[i]
+                        else f"<td>{_e(cut(_fmt(v)))}</td>" for i, v in enumerate(row))
+        body.append(f"<tr{cls}>{cells}</tr>")
+    if len(rows) > limit:
+        body.append(f'<tr class="al-more"><td colspan="{len(columns)}">… {len(rows) - limit:,} more</td></tr>')
+    return f'<table class="al-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+# --- Run ---------------------------------------------------------------------------------------
+
+_VERIFIED: Final = {"ok": ("verified", "al-ok"), "not ok": ("verify failed", "al-bad"),
+                    "not checked": ("not verified", "al-muted")}
+
+
+def _status_badge(status: str) -> tuple[str, str]:
+    cls = {"finished": "al-ok", "closed": "al-ok", "failed": "al-bad", "open": "al-warn"}
+    return status, cls.get(status, "al-muted")
+
+
+def _run_facts(s: Mapping[str, Any]) -> list[tuple[str, str]]:
+    events = fmt_int(s.get("events"))
+    if not _missing(s.get("fork_seq")):
+        events += f" ({fmt_int(s.get('own_events'))} own)"
+    cost = fmt_usd(s.get("cost_usd"))
+    unknown = 0 if _missing(s.get("cost_unknown_calls")) else int(s["cost_unknown_calls"])
+    if unknown:
+        cost += f" + {unknown:,} call{'s' if unknown != 1 else ''} of unknown cost"
+    facts = [
+        ("status", str(s.get("status"))),
+        ("events", events),
+        ("spans", fmt_int(s.get("spans"))),
+        ("model calls", fmt_int(s.get("llm_calls"))),
+        ("tool calls", fmt_int(s.get("tool_calls"))),
+        ("duration", fmt_ms(s.get("duration_ms"))),
+        ("tokens", (f"{fmt_int(s.get('input_tokens'))} in · {fmt_int(s.get('output_tokens'))} out · "
+                    f"{fmt_int(s.get('cached_tokens'))} cached")),
+        ("cost", cost),
+        ("verified", str(s.get("verified"))),
+        ("created", _fmt_time(s.get("created"))),
+    ]
+    if not _missing(s.get("parent")):
+        facts.append(("forked from", f"{s['parent']} at seq {fmt_int(s.get('fork_seq'))}"))
+    tags = s.get("tags")
+    if not _missing(tags) and tags not in ("[]", "{}", "null"):
+        facts.append(("tags", str(tags)))
+    return facts
+
+
+def run_text(s: Mapping[str, Any]) -> str:
+    """The plain-text summary of a run (the HTML's fallback)."""
+    name = "" if _missing(s.get("name")) else f" {s['name']!r}"
+    lines = [f"Run {s.get('run_id')}{name}"]
+    lines.extend(f"  {k}: {v}" for k, v in _run_facts(s))
+    return "\n".join(lines)
+
+
+def run_card(summary: Mapping[str, Any], by_model: Sequence[Mapping[str, Any]] = ()) -> str:
+    """A run's summary card.
+
+    Args:
+        summary: the row of ``run.summary()`` as a mapping.
+        by_model: the rows of ``run.cost(by="model")``.
+    """
+    s = summary
+    name = None if _missing(s.get("name")) else str(s["name"])
+    head = header("Run", name, str(s.get("run_id")), _VERIFIED.get(str(s.get("verified"))))
+    items = []
+    if by_model:
+        cols = ("model", "calls", "input", "output", "cached", "cost", "unknown cost")
+        rows = [(r.get("model"), r.get("llm_calls") or r.get("calls"), r.get("input_tokens"),
+                 r.get("output_tokens"), r.get("cached_tokens"), fmt_usd(r.get("cost_usd")),
+                 r.get("cost_unknown_calls")) for r in by_model]
+        items.append(section("Cost by model", table(cols, rows, numeric=(False, *[True] * 6)),
+                             len(rows)))
+    return obj_repr(run_text(s), head, grid(_run_facts(s)) + sections(items))
+
+
+def _records(frame: Any) -> list[dict[str, Any]]:
+    return [{k: (None if _missing(v) else v) for k, v in row.items()}
+            for row in frame.to_dict(orient="records")]
+
+
+def run_repr(run: Run) -> str | None:
+    """``Run._repr_html_``: reads ``run.json`` and the run's table; never runs a full verify."""
+    if OPTIONS["display"] != "html":
+        return None
+    from ..analysis.cost import cost
+    from ..analysis.tables import summary
+    row = _records(summary(run))[0]
+    by_model = [r for r in _records(cost(run, ("model",))) if r.get("llm_calls")]
+    return run_card(row, by_model)
+
+
+# --- Store -------------------------------------------------------------------------------------
+
+
+def store_text(path: str, runs: Sequence[Mapping[str, Any]]) -> str:
+    """The plain-text summary of a store."""
+    lines = [f"Store {path}: {len(runs):,} run{'s' if len(runs) != 1 else ''}"]
+    for r in runs[:STORE_ROWS]:
+        name = "" if _missing(r.get("name")) else f" {r['name']!r}"
+        lines.append(f"  {r.get('run_id')}{name} {r.get('status')} {fmt_int(r.get('events'))} events "
+                     f"{fmt_usd(r.get('cost_usd'))}")
+    if len(runs) > STORE_ROWS:
+        lines.append(f"  … {len(runs) - STORE_ROWS:,} more")
+    return "\n".join(lines)
+
+
+def store_card(path: str, runs: Sequence[Mapping[str, Any]]) -> str:
+    """A store's card: its runs as a table (the rows of ``store.runs()``)."""
+    n = len(runs)
+    head = header("Store", path, None, (f"{n:,} run{'s' if n != 1 else ''}", "al-muted"))
+    total = sum(float(r.get("own_cost_usd") or 0) for r in runs)
+    tokens = sum(int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0) for r in runs)
+    facts = [("runs", fmt_int(n)), ("cost paid", fmt_usd(total)), ("tokens", fmt_int(tokens))]
+    cols = ("run", "name", "status", "events", "model calls", "tokens", "cost", "created", "forked from")
+    rows = [(r.get("run_id"), r.get("name"), r.get("status"), r.get("events"), r.get("llm_calls"),
+             int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0),
+             fmt_usd(r.get("cost_usd")), _fmt_time(r.get("created")),
+             None if _missing(r.get("parent")) else f"{r['parent']} @ {fmt_int(r.get('fork_seq'))}")
+            for r in runs]
+    numeric = (False, False, False, True, True, True, True, False, False)
+    body = grid(facts) + sections([section("Runs", table(cols, rows, numeric=numeric, limit=STORE_ROWS), n)])
+    return obj_repr(store_text(path, runs), head, body)
+
+
+def store_repr(store: Store) -> str | None:
+    """``Store._repr_html_``: the runs table (one DuckDB query over the store)."""
+    if OPTIONS["display"] != "html":
+        return None
+    from ..analysis.storewide import runs
+    return store_card(str(store.path), _records(runs(store)))
+
+
+# --- RunDiff -----------------------------------------------------------------------------------
+
+
+def diff_card(facts: Sequence[tuple[str, str]], *, title: str, rows: Sequence[Mapping[str, Any]],
+              usage: Sequence[tuple[str, Any, Any, Any]], patch_html: str, patch_ops: int,
+              graph: Sequence[Mapping[str, Any]], text: str, same: bool) -> str:
+    """A diff's card: facts, the aligned events, the usage delta, the state patch, graph changes.
+
+    Args:
+        facts: label/value pairs for the grid.
+        title: ``a → b``.
+        rows: the rows of ``RunDiff.table()``.
+        usage: ``(metric, a, b, delta)``.
+        patch_html: the state patch's own HTML repr (already escaped by it).
+        patch_ops: how many ops the patch has.
+        graph: the rows of ``RunDiff.graph``.
+        text: the plain-text fallback.
+        same: the runs are the same.
+    """
+    badge = ("same", "al-ok") if same else ("differ", "al-warn")
+    head = header("RunDiff", title, None, badge)
+    items = []
+    if rows:
+        cols = ("status", "seq a", "seq b", "type", "name", "summary")
+        body = table(cols, [(r.get("status"), r.get("seq_a"), r.get("seq_b"), r.get("type"),
+                             r.get("name"), r.get("summary")) for r in rows],
+                     numeric=(False, True, True), row_classes=[str(r.get("status")) for r in rows])
+        items.append(section("Events after the divergence", body, len(rows)))
+    items.append(section("Usage (b - a)", table(("metric", "a", "b", "delta"), usage,
+                                                numeric=(False, True, True, True)), len(usage),
+                         folded=False))
+    items.append(section("State patch", patch_html, patch_ops))
+    if graph:
+        body = table(("what", "id", "change", "detail"),
+                     [(g.get("what"), g.get("id"), g.get("change"), g.get("detail")) for g in graph])
+        items.append(section("Graph changes", body, len(graph)))
+    return obj_repr(text, head, grid(facts) + sections(items))
+
+
+def diff_repr(d: RunDiff) -> str | None:
+    """``RunDiff._repr_html_`` (computes the state patch if it was not yet)."""
+    if OPTIONS["display"] != "html":
+        return None
+    c = d.counts
+    label = {"a": d.a, "b": d.b}
+    facts = [(f"run {k}", f"{r.id}" + (f" ({r.name})" if r.name else "") + f", {len(r):,} events")
+             for k, r in label.items()]
+    facts.append(("shared prefix", f"{d.prefix:,} events (by {d.prefix_from})"))
+    if not d.same:
+        facts.append(("first divergence", f"seq {d.divergence}"))
+        facts.append(("after it", (f"{c['matched']:,} matched, {c['changed']:,} changed, "
+                                   f"{c['only_a']:,} only in a, {c['only_b']:,} only in b")))
+    usage = [(str(m), _num(v["a"]), _num(v["b"]), _num(v["delta"])) for m, v in d.usage.iterrows()]
+    patch = d.state_patch
+    return diff_card(facts, title=f"{d.a.name or d.a.id} → {d.b.name or d.b.id}",
+                     rows=_records(d.table()), usage=usage, patch_html=patch._repr_html_(),
+                     patch_ops=len(patch), graph=_records(d.graph), text=str(d), same=d.same)
+
+
+def _num(value: float) -> str:
+    return f"{value:,.6f}".rstrip("0").rstrip(".") if value != int(value) else f"{int(value):,}"
+
+
+# --- VerifyReport ------------------------------------------------------------------------------
+
+
+def verify_card(*, run_id: str, ok: bool, events: int, head: str, first_bad_seq: int | None,
+                problems: Sequence[tuple[int | None, str, str]], text: str) -> str:
+    """A verify report's card: ok, or the problems (seq, kind, message)."""
+    badge = ("ok", "al-ok") if ok else (f"{len(problems):,} problem{'s' if len(problems) != 1 else ''}",
+                                        "al-bad")
+    facts = [("events", fmt_int(events)), ("head", f"{head[:16]}…" if head else "–")]
+    if not ok:
+        facts.append(("first bad seq", "–" if first_bad_seq is None else f"{first_bad_seq:,}"))
+    items = []
+    if problems:
+        rows = [("run" if seq is None else seq, kind, message) for seq, kind, message in problems]
+        items.append(section("Problems", table(("seq", "kind", "message"), rows, numeric=(True,)),
+                             len(rows), folded=False))
+    return obj_repr(text, header("VerifyReport", None, run_id, badge), grid(facts) + sections(items))
+
+
+def verify_repr(report: VerifyReport) -> str | None:
+    """``VerifyReport._repr_html_``."""
+    if OPTIONS["display"] != "html":
+        return None
+    return verify_card(run_id=report.run_id, ok=report.ok, events=report.events, head=report.head,
+                       first_bad_seq=report.first_bad_seq,
+                       problems=[(p.seq, p.kind, p.message) for p in report.problems], text=str(report))

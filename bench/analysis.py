@@ -1,0 +1,233 @@
+"""Benchmark the analysis layer: store-wide cost in DuckDB, spans of a long run, diffs of long runs.
+
+    python bench/analysis.py [--quick]
+
+Progress goes to stderr; one JSON line with the figures goes to stdout. Everything happens in
+a temp dir. Times are medians of repeated trials, each on freshly opened runs (nothing cached).
+
+- ``store.cost(by=("run", "model"))`` over a generated store of 2,000 runs x 1,000 events
+  (2M events), against a plain pandas ``groupby`` over the same columns already in memory.
+  The store is generated fast: a few template runs are written through the store's writer
+  (``durability="none"``, one segment each) and their segment files copied under other run ids
+  with a matching ``run.json``, so every run is a valid, verifiable run. Target: <= 3 s.
+- ``run.spans()`` on a 100,000-event run.
+- ``al.diff`` of a 100,000-event run and a fork sharing its first 90,000 events, against a fork
+  sharing only 10,000: the diff's work is in the events after the prefix, so the time must not
+  grow with the prefix (the ratio 90k/10k stays <= 1). The state patch is computed on first
+  use and timed apart (it folds the runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import agentlog as al
+from agentlog.store.meta import read_meta, write_meta
+
+MODELS = ("gpt-4o-mini", "gpt-4o", "claude-3-5-sonnet", "house-model-x")
+
+
+def log(msg: str) -> None:
+    print(f"[bench/analysis] {msg}", file=sys.stderr, flush=True)
+
+
+def median_time(trials: int, fn: Callable[[], Any]) -> float:
+    times = []
+    for _ in range(trials):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+# --- events of an agent-like run ------------------------------------------------------------------
+
+
+def emit_steps(w: Any, n_events: int, rnd: random.Random, *, model: str, start_step: int = 0,
+               variant: str = "") -> None:
+    """Emit ``n_events`` events in 8-event steps: an llm span (request, response) and a tool span
+    (call, result), under one agent span opened by the caller."""
+    step = start_step
+    emitted = 0
+    while emitted < n_events:
+        seq = w.seq
+        block = [
+            ("span.started", {"name": model, "kind": "llm", "parent": "root"}, {}),
+            ("llm.request", {"key": f"k{step}", "model": model,
+                             "messages": [{"role": "user", "content": f"step {step}{variant}"}]}, {}),
+            ("llm.response", {"key": f"k{step}", "model": model, "cost_source": "computed",
+                              "message": {"role": "assistant", "content": f"answer {step}{variant}"}},
+             {"model": model, "input_tokens": rnd.randint(100, 4000), "output_tokens": rnd.randint(5, 400),
+              "cached_tokens": rnd.randint(0, 100), "duration_ms": rnd.uniform(100, 2000),
+              "cost_usd": None if model == "house-model-x" else rnd.uniform(1e-5, 1e-2)}),
+            ("span.ended", {"name": model, "status": "ok", "error": None}, {}),
+            ("span.started", {"name": "search", "kind": "tool", "parent": "root"}, {}),
+            ("tool.call", {"key": f"t{step}", "name": "search", "args": {"q": f"q{step}"}}, {}),
+            ("tool.result", {"key": f"t{step}", "name": "search", "result": f"r{step}{variant}"},
+             {"duration_ms": rnd.uniform(1, 50)}),
+            ("span.ended", {"name": "search", "status": "ok", "error": None}, {}),
+        ]
+        for k, (type_, payload, usage) in enumerate(block[: n_events - emitted]):
+            span = f"s{seq}" if k < 4 else f"s{seq + 4}"  # the llm span, then the tool span
+            w.emit(type_, payload, span_id=span, **usage)
+        emitted += min(len(block), n_events - emitted)
+        step += 1
+
+
+def write_run(store: Any, run_id: str, n_events: int, seed: int, *, model: str) -> Any:
+    w = store.create_run(run_id=run_id, durability="none", segment_events=max(n_events + 10, 1024))
+    w.emit("span.started", {"name": "agent", "kind": "agent", "parent": None}, span_id="root")
+    emit_steps(w, n_events - 2, random.Random(seed), model=model)
+    w.emit("span.ended", {"name": "agent", "status": "ok", "error": None}, span_id="root")
+    w.close("finished")
+    return store.run(run_id)
+
+
+# --- the store-wide cost --------------------------------------------------------------------------
+
+
+def generate_store(root: Path, runs: int, events: int, templates: int = 20) -> float:
+    store = al.Store(root)
+    t0 = time.perf_counter()
+    made = [write_run(store, f"tpl-{k:03d}", events, k, model=MODELS[k % len(MODELS)])
+            for k in range(min(templates, runs))]
+    for r in range(len(made), runs):
+        tpl = made[r % len(made)]
+        w = store.create_run(run_id=f"run-{r:05d}", durability="none")
+        w.close()
+        for seg in tpl.path.glob("events-*.parquet"):
+            shutil.copyfile(seg, w.path / seg.name)
+        done = read_meta(tpl.path)
+        write_meta(w.path, dict(read_meta(w.path), head=done["head"], count=done["count"],
+                                status="finished"), durable=False)
+    return time.perf_counter() - t0
+
+
+def bench_cost(root: Path, runs: int, events: int, trials: int) -> dict[str, Any]:
+    log(f"generating {runs:,} runs x {events:,} events")
+    gen = generate_store(root, runs, events)
+    store = al.Store(root)
+    log(f"generated in {gen:.1f} s; store.cost(by=('run', 'model')) in DuckDB")
+    cold = median_time(1, lambda: store.cost(by=("run", "model")))
+    duck = median_time(trials, lambda: store.cost(by=("run", "model")))
+    result = store.cost(by=("run", "model"))
+    log("loading the same columns into pandas for the baseline")
+    t0 = time.perf_counter()
+    frame = store.events(columns=["type", "model", "input_tokens", "output_tokens", "cached_tokens",
+                                  "cost_usd"])
+    load = time.perf_counter() - t0
+    values = ["input_tokens", "output_tokens", "cached_tokens", "cost_usd"]
+
+    def pandas_cost() -> Any:
+        return frame.groupby(["run_id", "model"], dropna=False, sort=True, observed=True)[values].sum()
+
+    pandas = median_time(trials, pandas_cost)
+    baseline = pandas_cost()
+    assert abs(float(baseline["input_tokens"].sum()) - float(result["input_tokens"].sum())) < 1
+    total = len(frame)
+    log(f"duckdb {duck:.3f} s (cold {cold:.3f} s), pandas groupby {pandas:.3f} s on {total:,} events")
+    return {"cost_events": total, "cost_runs": runs, "cost_generate_s": round(gen, 2),
+            "cost_duckdb_s": round(duck, 3), "cost_duckdb_cold_s": round(cold, 3),
+            "cost_pandas_groupby_s": round(pandas, 3), "cost_pandas_load_s": round(load, 3),
+            "cost_duckdb_over_pandas": round(duck / pandas, 2), "cost_target_s": 3.0,
+            "cost_within_target": duck <= 3.0}
+
+
+# --- spans and diffs of long runs ----------------------------------------------------------------
+
+
+def fork_with_tail(store: Any, parent: Any, at: int, run_id: str) -> Any:
+    """A fork sharing ``parent``'s events ``0..at`` whose own events follow the same steps, with
+    one tool result in 50 changed and an extra event every 1,000 events."""
+    w = store.create_run(run_id=run_id, fork_of=(parent.id, at), durability="none",
+                         segment_events=len(parent) + 10)
+    remaining = len(parent) - (at + 1) - 1
+    rnd = random.Random(7)
+    first_step = (at + 1 - 1) // 8
+    chunk = 1000
+    done = 0
+    while done < remaining:
+        n = min(chunk, remaining - done)
+        emit_steps(w, n, rnd, model=MODELS[0], start_step=first_step + done // 8,
+                   variant="" if (done // chunk) % 50 else "*")
+        done += n
+        if done < remaining:
+            w.emit("note", {"text": "an extra event"})
+            done += 1
+    w.emit("span.ended", {"name": "agent", "status": "ok", "error": None}, span_id="root")
+    w.close("finished")
+    return store.run(run_id)
+
+
+def bench_long_runs(root: Path, n: int, trials: int) -> dict[str, Any]:
+    store = al.Store(root)
+    log(f"writing a {n:,}-event run")
+    base = write_run(store, "long", n, 1, model=MODELS[0])
+
+    def spans_fresh() -> Any:
+        return store.run("long").spans()
+
+    spans_s = median_time(trials, spans_fresh)
+    loaded = store.run("long")
+    loaded.table()
+    from agentlog.analysis import columns as C
+    from agentlog.analysis.queries import spans_sql
+    from agentlog.analysis.tables import run_query
+    spans_compute = median_time(trials, lambda: run_query(loaded, spans_sql, C.SPANS))
+    n_spans = len(spans_fresh())
+    log(f"spans(): {spans_s:.3f} s ({n_spans:,} spans; {spans_compute:.3f} s with the table in memory)")
+
+    long_prefix, short_prefix = n * 9 // 10, n // 10
+    log(f"writing forks sharing {long_prefix:,} and {short_prefix:,} events")
+    f_long = fork_with_tail(store, base, long_prefix - 1, "fork-long-prefix")
+    f_short = fork_with_tail(store, base, short_prefix - 1, "fork-short-prefix")
+
+    def diff_of(fork_id: str) -> Any:
+        return al.diff(store.run("long"), store.run(fork_id))
+
+    d_long = diff_of(f_long.id)
+    d_short = diff_of(f_short.id)
+    assert d_long.prefix == long_prefix and d_short.prefix == short_prefix
+    t_long = median_time(trials, lambda: diff_of(f_long.id))
+    t_short = median_time(trials, lambda: diff_of(f_short.id))
+    log(f"diff: {t_long:.3f} s sharing {long_prefix:,}, {t_short:.3f} s sharing {short_prefix:,}")
+    p_long = median_time(1, lambda: diff_of(f_long.id).state_patch)
+    p_short = median_time(1, lambda: diff_of(f_short.id).state_patch)
+    log(f"diff + state patch: {p_long:.3f} s and {p_short:.3f} s")
+    return {"spans_events": n, "spans_count": n_spans, "spans_s": round(spans_s, 3),
+            "spans_in_memory_s": round(spans_compute, 3),
+            "diff_events": n, "diff_prefix_long": long_prefix, "diff_prefix_short": short_prefix,
+            "diff_long_prefix_s": round(t_long, 3), "diff_short_prefix_s": round(t_short, 3),
+            "diff_ratio_long_over_short": round(t_long / t_short, 2),
+            "diff_rows_long_prefix": len(d_long.table()), "diff_rows_short_prefix": len(d_short.table()),
+            "diff_with_state_patch_long_prefix_s": round(p_long, 3),
+            "diff_with_state_patch_short_prefix_s": round(p_short, 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
+    args = parser.parse_args()
+    runs, events, long_n, trials = (200, 1000, 20_000, 2) if args.quick else (2000, 1000, 100_000, 3)
+    tmp = Path(tempfile.mkdtemp(prefix="agentlog-bench-analysis-"))
+    try:
+        figures: dict[str, Any] = {"bench": "analysis", "quick": args.quick}
+        figures.update(bench_cost(tmp / "many", runs, events, trials))
+        figures.update(bench_long_runs(tmp / "long", long_n, trials))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+"""Many runs at once: store.runs, store.events (where, columns, WAL tails), store.cost, store.sql."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import pyarrow.compute as pc
+import pytest
+from _analysis_runs import record_agent
+
+import agentlog as al
+from agentlog.analysis import columns as C
+
+
+@pytest.fixture
+def full(store: Any, golden: tuple[Any, Any], agent_run: Any, agent_fork: Any, timed: Any) -> Any:
+    """A store with five runs: g1 and its fork g2, a recorded run and its fork, the timed run."""
+    return store
+
+
+def same_frames(left: pd.DataFrame, right: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(left.reset_index(drop=True), right.reset_index(drop=True),
+                                  check_exact=False, rtol=1e-12)
+
+
+def test_runs_match_each_run_summary(full: Any) -> None:
+    runs = full.runs()
+    assert list(runs["run_id"]) == full.list_runs()
+    assert list(runs.columns) == [c.name for c in C.RUNS]
+    for run_id in full.list_runs():
+        row = runs[runs["run_id"] == run_id]
+        same_frames(row, full.run(run_id).summary())
+
+
+def test_runs_verify(full: Any) -> None:
+    assert set(full.runs()["verified"]) == {"not checked"}
+    assert set(full.runs(verify=True)["verified"]) == {"ok"}
+
+
+def test_store_cost_agrees_with_the_pandas_path(full: Any) -> None:
+    for by in [("run", "model"), ("run", "model", "day"), ("run", "span", "kind"), ("run", "type", "actor")]:
+        store_cost = full.cost(by=by)
+        per_run = []
+        for run_id in full.list_runs():
+            t = full.run(run_id).cost(by=by[1:], own=True)
+            if len(t):
+                t.insert(0, "run_id", pd.array([run_id] * len(t), dtype=C.COST_KEYS["run"].dtype))
+                per_run.append(t)
+        expected = pd.concat(per_run, ignore_index=True).sort_values(
+            ["run_id", *by[1:]], na_position="last", kind="stable", ignore_index=True)
+        same_frames(store_cost, expected)
+
+
+def test_store_cost_counts_own_events(full: Any, golden: tuple[Any, Any]) -> None:
+    t = full.cost(by="run").set_index("run_id")
+    assert t.loc["g1", "cost_usd"] == 0.00012 and "g2" not in t.index  # g2 made no calls of its own
+    assert full.cost(by=()).loc[0, "cost_usd"] == pytest.approx(full.runs()["own_cost_usd"].sum())
+    with pytest.raises(ValueError, match="cannot group cost by 'colour'"):
+        full.cost(by="colour")
+
+
+def test_sql_views_agree_with_the_per_run_tables(full: Any) -> None:
+    for view, method, spec in [("spans", "spans", C.SPANS), ("llm_calls", "llm_calls", C.LLM_CALLS),
+                               ("tool_calls", "tool_calls", C.TOOL_CALLS)]:
+        everything = full.sql(f"select * from {view}")
+        for run_id in full.list_runs():
+            mine = everything[everything["run_id"] == run_id].drop(columns="run_id")
+            same_frames(C.to_frame(mine.reset_index(drop=True).pipe(_to_arrow), spec),
+                        getattr(full.run(run_id), method)())
+
+
+def _to_arrow(frame: pd.DataFrame) -> Any:
+    import pyarrow as pa
+    return pa.Table.from_pandas(frame, preserve_index=False)
+
+
+def test_sql_events_and_run_events(full: Any, golden: tuple[Any, Any]) -> None:
+    counts = full.sql("select run_id, count(*) as n from events group by run_id order by run_id")
+    own = dict(zip(counts["run_id"], counts["n"], strict=True))
+    assert own["g1"] == 18 and own["g2"] == 6  # a fork stores only its own events
+    read = full.sql("select run_id, count(*) as n, count(*) filter (where stored_in = run_id) as own "
+                    "from run_events group by run_id order by run_id")
+    assert {r: n for r, n in zip(read["run_id"], read["n"], strict=True)} == {
+        rid: len(full.run(rid)) for rid in full.list_runs()}
+    fork_events = full.sql("select * exclude (run_id, stored_in) from run_events where run_id = 'g2' order by seq")
+    same_frames(C.to_frame(_to_arrow(fork_events), C.EVENTS), full.run("g2").events)
+
+
+def test_sql_returns_arrow_backed_frames(full: Any) -> None:
+    t = full.sql("select run_id, ts, input_tokens from events where input_tokens is not null")
+    assert str(t["run_id"].dtype) == "string[pyarrow]" and str(t["input_tokens"].dtype) == "int64[pyarrow]"
+    assert str(t["ts"].dtype) == "datetime64[us, UTC]"
+
+
+def test_duckdb_connection(full: Any) -> None:
+    con = full.duckdb()
+    try:
+        assert con.sql("select count(*) from runs").fetchall() == [(len(full.list_runs()),)]
+        assert con.sql("select count(*) from spans where status = 'open'").fetchall() == [(1,)]
+    finally:
+        con.close()
+
+
+def test_events_where_sql_and_expression_agree(full: Any) -> None:
+    by_sql = full.events(where="type = 'llm.response' and input_tokens > 50")
+    by_expr = full.events(where=(pc.field("type") == "llm.response") & (pc.field("input_tokens") > 50))
+    same_frames(by_sql, by_expr)
+    assert set(by_sql["type"]) == {"llm.response"} and (by_sql["input_tokens"] > 50).all()
+    assert list(by_sql.columns) == ["run_id", *(c.name for c in C.EVENTS)]
+    one = full.events(where="run_id = 'g1'", columns=["seq", "type"])
+    assert list(one.columns) == ["run_id", "seq", "type"] and list(one["seq"]) == list(range(18))
+    assert len(full.events()) == sum(full.runs()["own_events"])
+
+
+def test_events_bad_arguments(full: Any) -> None:
+    with pytest.raises(ValueError, match="unknown event column"):
+        full.events(columns=["seq", "colour"])
+    with pytest.raises(TypeError, match="where must be"):
+        full.events(where=42)  # type: ignore[arg-type]
+
+
+def test_wal_tails_of_open_runs_are_included(store: Any) -> None:
+    w = store.create_run(run_id="live", segment_events=5, durability="none")
+    for i in range(12):
+        w.emit("llm.response", {"key": f"k{i}"}, model="gpt-4o-mini", input_tokens=10, output_tokens=1,
+               cost_usd=0.001)
+    try:
+        assert len(list(store.run("live").path.glob("events-*.parquet"))) == 2  # 10 sealed, 2 in the WAL
+        for where in (None, "run_id = 'live'", pc.field("run_id") == "live"):
+            ev = store.events(where=where)
+            assert list(ev["seq"]) == list(range(12)), where
+        assert store.cost(by="run").loc[0, "llm_calls"] == 12
+        runs = store.runs()
+        assert runs.loc[0, "status"] == "open" and runs.loc[0, "events"] == 12
+        same_frames(runs.drop(columns="verified"), store.run("live").summary().drop(columns="verified"))
+    finally:
+        w.close()
+
+
+def test_empty_store(tmp_path: Any) -> None:
+    empty = al.Store(tmp_path / "nothing")
+    assert len(empty.runs()) == 0 and list(empty.runs().columns) == [c.name for c in C.RUNS]
+    assert len(empty.events()) == 0 and len(empty.events(where=pc.field("seq") > 0)) == 0
+    assert len(empty.cost()) == 0
+    assert empty.sql("select count(*) as n from spans")["n"].tolist() == [0]
+    page = empty._repr_html_()
+    assert page is not None and "0 runs" in page
+    assert not (tmp_path / "nothing").exists()  # reading creates nothing
+
+
+def test_many_runs(store: Any) -> None:
+    for i in range(3):
+        record_agent(store, name=f"agent-{i}", cpu=0.9 if i % 2 else 0.2)
+    runs = store.runs()
+    assert len(runs) == 3 and (runs["llm_calls"] == 2).all()
+    by_run = store.cost(by=("run", "model"))
+    assert len(by_run) == 3 * 3  # two models and the tools' <NA> per run
+    assert by_run["cost_unknown_calls"].sum() == 3
