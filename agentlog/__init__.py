@@ -37,6 +37,7 @@ _EXPORTS: dict[str, str] = {
     "edit": "agentlog.edit",
     "fork": "agentlog.capture.fork:fork",
     "http": "agentlog.capture.transport",
+    "interop": "agentlog.interop",
     "pricing": "agentlog.capture.pricing",
     "record": "agentlog.capture.session:record",
     "recording": "agentlog.capture.session:recording",
@@ -44,6 +45,21 @@ _EXPORTS: dict[str, str] = {
     "span": "agentlog.capture.recorder:span",
     "testing": "agentlog.testing",
     "tool": "agentlog.capture.recorder:tool",
+    # the loop runtime and its example agents
+    "AgentProgram": "agentlog.capture.runtime:AgentProgram",
+    "ApprovalError": "agentlog.errors:ApprovalError",
+    "Budget": "agentlog.capture.runtime:Budget",
+    "CallModel": "agentlog.capture.runtime:CallModel",
+    "CallTool": "agentlog.capture.runtime:CallTool",
+    "Emit": "agentlog.capture.runtime:Emit",
+    "Fact": "agentlog.capture.runtime:Fact",
+    "Finish": "agentlog.capture.runtime:Finish",
+    "RequestApproval": "agentlog.capture.runtime:RequestApproval",
+    "approve": "agentlog.capture.runtime:approve",
+    "deny": "agentlog.capture.runtime:deny",
+    "examples": "agentlog.examples",
+    "resume": "agentlog.capture.runtime:resume",
+    "run_agent": "agentlog.capture.runtime:run_agent",
     # store
     "BlobStore": "agentlog.store:BlobStore",
     "Durability": "agentlog.store:Durability",
@@ -54,6 +70,10 @@ _EXPORTS: dict[str, str] = {
     "TornWALWarning": "agentlog.store:TornWALWarning",
     "VerifyReport": "agentlog.store:VerifyReport",
     "open": "agentlog.store:open",
+    # analysis and display
+    "RunDiff": "agentlog.analysis.rundiff:RunDiff",
+    "diff": "agentlog.analysis.rundiff:diff",
+    "widgets": "agentlog.widgets",
     # fold: events -> state
     "DeterminismReport": "agentlog.fold:DeterminismReport",
     "Patch": "agentlog.fold:Patch",
@@ -88,7 +108,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .errors import ReducerError
     from .fold import (DeterminismReport, Patch, ReducerRegistrationWarning, Reducers,
                        SnapshotIndex, State, apply_patch, check_determinism, diff_states, reducer)
-    from . import edit, testing
+    from . import edit, interop, testing
     from .capture import pricing
     from .capture import transport as http
     from .capture.divergence import Divergence
@@ -97,8 +117,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from .capture.recorder import LLMCallError, Recorder, span, tool
     from .capture.replay import ReplayResult, replay
     from .capture.session import arecord, record, recording
+    from . import examples
+    from .capture.runtime import (AgentProgram, Budget, CallModel, CallTool, Emit, Fact, Finish,
+                                  RequestApproval, approve, deny, resume, run_agent)
+    from .errors import ApprovalError
     from .store import (BlobStore, Durability, GCReport, Run, RunWriter, Store, TornWALWarning,
                         VerifyReport, open)
+    from . import widgets
+    from .analysis.rundiff import RunDiff, diff
 
 
 def __getattr__(name: str) -> Any:
