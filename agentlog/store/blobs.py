@@ -16,7 +16,7 @@ from typing import Final
 
 from ..errors import BlobIntegrityError, BlobNotFoundError
 from ..event import BlobRef
-from ._fs import fsync_dir, is_temp_name, temp_name
+from ._fs import fsync_dir, is_temp_name, write_atomic
 
 __all__ = ["BYTES_MEDIA_TYPE", "TEXT_MEDIA_TYPE", "BlobStore"]
 
@@ -97,23 +97,8 @@ class BlobStore:
             if durable:  # the new folders' names must survive too
                 for folder in (final.parent.parent, self.root, self.root.parent):
                     fsync_dir(folder)
-        tmp = final.with_name(temp_name(final.name))
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            view = memoryview(raw)
-            while view:
-                view = view[os.write(fd, view):]
-            if durable:
-                os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            tmp.unlink(missing_ok=True)
-            raise
-        os.close(fd)
         # Several writers of one blob all write the same bytes; the last rename wins.
-        os.replace(tmp, final)
-        if durable:
-            fsync_dir(final.parent)
+        write_atomic(final, raw, durable=durable)
 
     def read(self, digest: str) -> bytes:
         """The bytes of a blob, checked against its digest.

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["assert_replays"]
+from .fakes import CountingTool, FakeLLM
+
+__all__ = ["CountingTool", "FakeLLM", "assert_replays"]
 
 
 def assert_replays(run: Any, program: Any) -> Any:

@@ -1,0 +1,13 @@
+"""Suite-wide ordering: the real-browser tests run last.
+
+Playwright's sync API runs an asyncio loop in the main thread while a browser is open, so any
+later test that calls ``asyncio.run`` would fail; and the fast tests report first.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: "/tests/browser/" in str(item.fspath))
