@@ -73,6 +73,7 @@ _EXPORTS: dict[str, str] = {
     # analysis and display
     "RunDiff": "agentlog.analysis.rundiff:RunDiff",
     "diff": "agentlog.analysis.rundiff:diff",
+    "show": "agentlog.widgets.tabs:show",
     "widgets": "agentlog.widgets",
     # fold: events -> state
     "DeterminismReport": "agentlog.fold:DeterminismReport",
@@ -125,6 +126,7 @@ if TYPE_CHECKING:  # pragma: no cover
                         VerifyReport, open)
     from . import widgets
     from .analysis.rundiff import RunDiff, diff
+    from .widgets.tabs import show
 
 
 def __getattr__(name: str) -> Any:

@@ -343,6 +343,38 @@ class Run:
         from ..analysis.cost import recompute_cost
         return recompute_cost(self, prices, at=at)
 
+    # --- views: notebook widgets (agentlog.widgets, imported on first use) --------------------
+
+    def waterfall(self, **options: Any) -> Any:
+        """The span waterfall of this run: ``agentlog.widgets.Waterfall(self, **options)``."""
+        from ..widgets import Waterfall
+        return Waterfall(self, **options)
+
+    def scrub(self, **options: Any) -> Any:
+        """Step through this run's state: ``agentlog.widgets.Scrubber(self, **options)``."""
+        from ..widgets import Scrubber
+        return Scrubber(self, **options)
+
+    def fork_panel(self, program: Any, **options: Any) -> Any:
+        """Fork this run at an event from a notebook: ``agentlog.widgets.ForkPanel``."""
+        from ..widgets import ForkPanel
+        return ForkPanel(self, program, **options)
+
+    def diff_view(self, other: Run, **options: Any) -> Any:
+        """This run and ``other`` side by side: ``agentlog.widgets.DiffView(self, other)``."""
+        from ..widgets import DiffView
+        return DiffView(self, other, **options)
+
+    def cost_dashboard(self, **options: Any) -> Any:
+        """Cost and token tables with charts: ``agentlog.widgets.CostDashboard(self)``."""
+        from ..widgets import CostDashboard
+        return CostDashboard(self, **options)
+
+    def show(self, **options: Any) -> Any:
+        """One tabbed view of this run (overview, waterfall, scrub, cost, graph, verify)."""
+        from ..widgets import show
+        return show(self, **options)
+
     def _repr_html_(self) -> str | None:
         from ..widgets.html import run_repr
         return run_repr(self)

@@ -366,6 +366,11 @@ class Store:
         from ..analysis.storewide import cost
         return cost(self, by)
 
+    def cost_dashboard(self, **options: Any) -> Any:
+        """Cost and token charts over every run: ``agentlog.widgets.CostDashboard(self)``."""
+        from ..widgets import CostDashboard
+        return CostDashboard(self, **options)
+
     def sql(self, query: str) -> pd.DataFrame:
         """Run a DuckDB query over the views ``events`` (stored events with ``run_id``),
         ``run_events`` (every run as read, fork prefixes stitched), ``runs``, ``spans``,

@@ -20,6 +20,7 @@ $0.000004 $0.2500 $1,234.50 850 ms 1 min 1.5 s
 
 from __future__ import annotations
 
+import datetime
 import functools
 import html
 import math
@@ -103,9 +104,10 @@ def fmt_ms(value: Any) -> str:
 def _fmt_time(value: Any) -> str:
     if _missing(value):
         return "–"
-    iso = getattr(value, "isoformat", None)
-    text = iso(sep=" ", timespec="seconds") if callable(iso) else str(value)
-    return text.replace("+00:00", " UTC")
+    if isinstance(value, datetime.datetime):  # pandas Timestamps are datetimes
+        return value.isoformat(sep=" ", timespec="seconds").replace("+00:00", " UTC")
+    iso = getattr(value, "isoformat", None)  # a date, a time
+    return str(iso()) if callable(iso) else str(value)
 
 
 def _fmt(value: Any) -> str:
