@@ -1,0 +1,50 @@
+"""The ``agentlog`` click group and its global options."""
+
+from __future__ import annotations
+
+import click
+
+from ._util import options
+
+__all__ = ["cli"]
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.group(context_settings=CONTEXT)
+@click.option("--store", "store_path", metavar="PATH", envvar="AGENTLOG_STORE", show_envvar=True,
+              help="The store folder (default: $AGENTLOG_STORE, else ./agentlog-runs).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars or remarks on stderr.")
+@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+@click.version_option(package_name="agentlog", prog_name="agentlog")
+def cli(store_path: str | None, quiet: bool, debug: bool) -> None:
+    """agentlog: record, replay, fork and inspect AI-agent runs.
+
+    RUN is a run id, a unique prefix of one, or the path of a run folder
+    (<store>/runs/run_id=<id>).
+
+    \b
+    Start here:
+      agentlog demo                    sample runs, a report, JupyterLab
+      agentlog ls                      the runs of the store
+      agentlog show sre-0001           one run's summary card
+      agentlog diff sre-0001 sre-0001-calm
+      agentlog report sre-0001 --vs sre-0001-calm -o report.html
+
+    \b
+    Exit codes:
+      0    ok
+      1    a check failed: verify found a problem, diff found differences,
+           a strict replay diverged
+      2    usage error or bad input: an option, a file, an edit file,
+           an ambiguous run prefix (the candidates are listed)
+      3    not found: no such run, or no such seq in the run
+      4    the store cannot be used: a damaged or locked run, a newer schema,
+           a run id that exists
+      5    the program given to replay or fork raised
+      6    unexpected error (--debug shows the traceback)
+      130  interrupted
+    """
+    options.store_path = store_path
+    options.quiet = quiet
+    options.debug = debug

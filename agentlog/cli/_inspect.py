@@ -1,0 +1,355 @@
+"""Commands that read: ``ls``, ``show``, ``verify``, ``diff``, ``cost``, ``gc``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ._app import cli
+from ._util import (
+    ExitCode,
+    echo_json,
+    echo_table,
+    env_store_path,
+    fail,
+    frame_records,
+    open_run,
+    open_runs,
+    options,
+    plain,
+    progress,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..store.run import Run
+    from ..store.verify import VerifyReport
+
+__all__ = ["runs_table", "verify_json"]
+
+JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+
+
+def _usd(value: Any) -> str:
+    from ..widgets.html import fmt_usd
+    return fmt_usd(value)
+
+
+def runs_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The columns of ``agentlog ls`` from ``store.runs()``: short, formatted for people."""
+    import pandas as pd
+
+    from ..widgets.html import cut
+
+    def fork(row: Mapping[str, Any]) -> str:
+        return "" if pd.isna(row["parent"]) else f"{row['parent']}@{row['fork_seq']}"
+
+    records = frame.to_dict(orient="records")
+    return pd.DataFrame({
+        "run": frame["run_id"].astype(str),
+        "name": [cut("" if pd.isna(r["name"]) else str(r["name"]), 34) for r in records],
+        "status": frame["status"].astype(str),
+        "events": frame["events"].astype("int64"),
+        "llm": frame["llm_calls"].astype("int64"),
+        "tools": frame["tool_calls"].astype("int64"),
+        "tokens": (frame["input_tokens"] + frame["output_tokens"]).astype("int64"),
+        "cost": [_usd(r["cost_usd"]) for r in records],
+        "forked from": [fork(r) for r in records],
+        "created": [r["created"].strftime("%Y-%m-%d %H:%M") if not pd.isna(r["created"]) else ""
+                    for r in records],
+    })
+
+
+@cli.command("ls")
+@JSON_OPTION
+def ls_command(as_json: bool) -> None:
+    """List the runs of the store: status, events, calls, tokens, cost, lineage."""
+    store = options.store()
+    frame = store.runs()
+    if as_json:
+        echo_json(frame_records(frame))
+        return
+    if frame.empty:
+        click.echo(f"no runs in {store.path} (agentlog demo makes some)")
+        return
+    echo_table(runs_table(frame))
+
+
+# --- show ----------------------------------------------------------------------------------------
+
+
+@cli.command("show")
+@click.argument("run")
+@click.option("--events", "n_events", type=int, default=0, metavar="N",
+              help="Also list the first N events (-1: all).")
+@click.option("--no-verify", is_flag=True, help="Do not verify the run (reads every event).")
+@JSON_OPTION
+def show_command(run: str, n_events: int, no_verify: bool, as_json: bool) -> None:
+    """Show RUN's summary: name, status, counts, duration, tokens, cost, parent, verify."""
+    from ..widgets.html import run_text
+
+    r = open_run(run)
+    report = None if no_verify else r.verify()
+    summary = frame_records(r.summary())[0]
+    by_model = r.cost(by="model")
+    by_model = by_model[by_model["llm_calls"] > 0]
+    events = _events_frame(r, n_events) if n_events else None
+    if as_json:
+        out: dict[str, Any] = {"summary": summary, "cost_by_model": frame_records(by_model),
+                               "verify": None if report is None else verify_json(report)}
+        if events is not None:
+            out["events"] = frame_records(events)
+        echo_json(out)
+        return
+    click.echo(run_text(r.summary().to_dict(orient="records")[0]))
+    if report is not None and not report.ok:
+        click.echo(str(report))
+    if not by_model.empty:
+        click.echo("\ncost by model:")
+        cols = ["model", "llm_calls", "input_tokens", "output_tokens", "cached_tokens", "cost_usd",
+                "cost_unknown_calls"]
+        echo_table(_cost_text(by_model[cols]))
+    if events is not None:
+        click.echo(f"\nevents ({len(events):,} of {len(r):,}):")
+        echo_table(events)
+
+
+def _events_frame(run: Run, n: int) -> pd.DataFrame:
+    import pandas as pd
+
+    from ..widgets.html import cut
+    table = run.table()
+    if n >= 0:
+        table = table.slice(0, n)
+    cols = {name: table.column(name).to_pylist() for name in ("seq", "type", "actor", "span_id", "payload")}
+    return pd.DataFrame({"seq": cols["seq"], "type": [str(t) for t in cols["type"]],
+                         "actor": [a or "" for a in cols["actor"]],
+                         "span": [s or "" for s in cols["span_id"]],
+                         "payload": [cut(p, 80) for p in cols["payload"]]})
+
+
+# --- verify --------------------------------------------------------------------------------------
+
+
+def verify_json(report: VerifyReport) -> dict[str, Any]:
+    """A verify report as JSON-ready data."""
+    return {"run_id": report.run_id, "ok": report.ok, "events": report.events, "head": report.head,
+            "first_bad_seq": report.first_bad_seq,
+            "problems": [{"seq": p.seq, "kind": str(p.kind), "message": p.message}
+                         for p in report.problems]}
+
+
+@cli.command("verify")
+@click.argument("runs", nargs=-1, metavar="[RUN]...")
+@click.option("--all", "all_runs", is_flag=True, help="Verify every run of the store.")
+@click.option("--expect-head", metavar="HASH",
+              help="The head hash kept elsewhere (at least 8 hex digits); one RUN only.")
+@JSON_OPTION
+def verify_command(runs: Sequence[str], all_runs: bool, expect_head: str | None, as_json: bool) -> None:
+    """Check the hash chain, seqs, blobs, head and fork prefix of RUNs (or --all).
+
+    Exits 1 if any run has a problem (the first bad seq is named) or its head is not
+    --expect-head.
+    """
+    from ..errors import StoreError
+    from ..store.verify import unreadable_report
+
+    if bool(runs) == all_runs:
+        fail(ExitCode.BAD_INPUT, "verify: give one or more RUNs, or --all")
+    if expect_head is not None:
+        if len(runs) != 1:
+            fail(ExitCode.BAD_INPUT, "verify --expect-head needs exactly one RUN")
+        if len(expect_head) < 8 or any(c not in "0123456789abcdef" for c in expect_head.lower()):
+            fail(ExitCode.BAD_INPUT, f"--expect-head {expect_head!r}: at least 8 hex digits")
+    store = options.store()
+    reports: list[VerifyReport] = []
+    if all_runs:
+        ids = store.list_runs()
+        if not ids:
+            fail(ExitCode.NOT_FOUND, f"no runs in {store.path}")
+        for rid in progress(ids, desc="verify", unit="run"):
+            try:
+                reports.append(store.run(rid, exact=True).verify())
+            except StoreError as exc:
+                reports.append(unreadable_report(rid, exc))
+    else:
+        for r in progress(list(open_runs(runs)), desc="verify", unit="run"):
+            reports.append(r.verify())
+    head_ok = True
+    if expect_head is not None:
+        head_ok = reports[0].head.lower().startswith(expect_head.lower())
+    bad = [rep for rep in reports if not rep.ok]
+    if as_json:
+        out = [verify_json(rep) for rep in reports]
+        if expect_head is not None:
+            out[0]["expected_head"] = expect_head
+            out[0]["head_ok"] = head_ok
+        echo_json(out if len(out) != 1 or all_runs else out[0])
+    else:
+        for rep in reports:
+            click.echo(str(rep))
+        if expect_head is not None:
+            rep = reports[0]
+            if head_ok:
+                click.echo(f"run {rep.run_id}: head {rep.head[:12]}… is the expected head")
+            else:
+                click.echo(f"run {rep.run_id}: head {rep.head} differs from the expected {expect_head}")
+        if len(reports) > 1:
+            click.echo(f"{len(reports):,} runs: {len(reports) - len(bad):,} ok, {len(bad):,} with problems")
+    if bad or not head_ok:
+        raise click.exceptions.Exit(int(ExitCode.CHECK_FAILED))
+
+
+# --- diff ----------------------------------------------------------------------------------------
+
+
+@cli.command("diff")
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--limit", type=int, default=50, show_default=True,
+              help="Differing events listed (JSON lists them all).")
+@JSON_OPTION
+def diff_command(run_a: str, run_b: str, limit: int, as_json: bool) -> None:
+    """Compare RUN_A and RUN_B: the first divergence, the events after it, the usage delta.
+
+    Exits 0 if the runs hold the same events, 1 if they differ.
+    """
+    from ..analysis.rundiff import diff
+
+    store = options.store()
+    a, b = open_run(run_a, store), open_run(run_b, store)
+    d = diff(a, b)
+    if as_json:
+        echo_json({"a": a.id, "b": b.id, "same": d.same, "prefix": d.prefix,
+                   "prefix_from": d.prefix_from, "divergence": d.divergence, "counts": d.counts,
+                   "usage": {str(m): {k: float(v) for k, v in row.items()}
+                             for m, row in d.usage.iterrows()},
+                   "rows": frame_records(d.table())})
+    else:
+        _print_diff(d, limit)
+    if not d.same:
+        raise click.exceptions.Exit(int(ExitCode.CHECK_FAILED))
+
+
+def _print_diff(d: Any, limit: int) -> None:
+    import pandas as pd
+    label = {"a": d.a, "b": d.b}
+    for k, r in label.items():
+        click.echo(f"{k}: {r.id}" + (f" ({r.name})" if r.name else "") + f", {len(r):,} events")
+    if d.same:
+        click.echo(f"the same {d.prefix:,} events")
+        return
+    c = d.counts
+    click.echo(f"shared prefix: {d.prefix:,} events (by {d.prefix_from}); first divergence at seq "
+               f"{d.divergence}")
+    click.echo(f"after it: {c['matched']:,} matched, {c['changed']:,} changed, {c['only_a']:,} only in a, "
+               f"{c['only_b']:,} only in b")
+    click.echo("\nusage:")
+    usage = d.usage
+    click.echo(pd.DataFrame({"metric": usage.index, "a": [_num(v) for v in usage["a"]],
+                             "b": [_num(v) for v in usage["b"]],
+                             "b - a": [_num(v, sign=True) for v in usage["delta"]]}).to_string(index=False))
+    rows = d.table()
+    rows = rows[rows["status"] != "matched"]
+    if rows.empty:
+        return
+    shown = rows.head(limit) if limit >= 0 else rows
+    click.echo(f"\nevents that differ ({len(shown):,} of {len(rows):,}):")
+    from ..widgets.html import cut
+    click.echo(plain(pd.DataFrame({"status": shown["status"], "seq a": shown["seq_a"], "seq b": shown["seq_b"],
+                                   "type": shown["type"], "summary": [cut(str(s), 90) for s in shown["summary"]]}),
+                     na="-").to_string(index=False))
+    if len(rows) > len(shown):
+        click.echo(f"… {len(rows) - len(shown):,} more (--limit -1 lists all)")
+
+
+def _num(value: float, *, sign: bool = False) -> str:
+    text = f"{value:+,.6f}" if sign else f"{value:,.6f}"
+    text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("+0", "-0") else text
+
+
+# --- cost ----------------------------------------------------------------------------------------
+
+_RUN_KEYS = ("model", "actor", "span", "kind", "type", "day")
+_STORE_KEYS = ("run", *_RUN_KEYS)
+
+
+def _cost_text(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.copy()
+    out["cost_usd"] = [_usd(v) for v in frame["cost_usd"]]
+    return out.rename(columns={"cost_unknown_calls": "unknown_cost"})
+
+
+@cli.command("cost")
+@click.argument("runs", nargs=-1, metavar="[RUN]...")
+@click.option("--by", default="model", show_default=True, metavar="KEYS",
+              help=f"Comma-separated keys: {', '.join(_STORE_KEYS)}.")
+@JSON_OPTION
+def cost_command(runs: Sequence[str], by: str, as_json: bool) -> None:
+    """Tokens, calls and cost summed by --by, over RUNs or the whole store.
+
+    Over the store, each run counts its own events (a fork's prefix was paid by its parent);
+    a RUN counts all its events, its parent's prefix included.
+    """
+    import pandas as pd
+
+    keys = [k.strip() for k in by.split(",") if k.strip()]
+    bad = [k for k in keys if k not in _STORE_KEYS]
+    if not keys or bad:
+        fail(ExitCode.BAD_INPUT, f"--by {by!r}: the keys are {', '.join(_STORE_KEYS)}")
+    if runs:
+        frames = []
+        per_run = [k for k in keys if k != "run"]
+        for r in open_runs(runs):
+            part = r.cost(by=per_run or ["model"])
+            part.insert(0, "run", r.id)
+            frames.append(part)
+        frame = pd.concat(frames, ignore_index=True)
+        if "run" not in keys and len(runs) == 1:
+            frame = frame.drop(columns="run")
+    else:
+        frame = options.store().cost(by=keys)
+    if as_json:
+        echo_json(frame_records(frame))
+        return
+    echo_table(_cost_text(frame), empty=f"no usage in {env_store_path()}")
+    if not frame.empty:
+        total = frame.sum(numeric_only=True)
+        click.echo(f"total: {int(total['llm_calls']):,} model calls, {int(total['tool_calls']):,} tool "
+                   f"calls, {int(total['input_tokens']):,} input + {int(total['output_tokens']):,} output "
+                   f"tokens, {_usd(total['cost_usd'])}"
+                   + (f" + {int(total['cost_unknown_calls']):,} calls of unknown cost"
+                      if total["cost_unknown_calls"] else ""))
+
+
+# --- gc ------------------------------------------------------------------------------------------
+
+
+@cli.command("gc")
+@click.option("--apply", is_flag=True, help="Delete (the default is a dry run that only reports).")
+@click.option("--min-age", type=float, default=60.0, show_default=True, metavar="SECONDS",
+              help="Keep files younger than this (a live writer may be about to use them).")
+@JSON_OPTION
+def gc_command(apply: bool, min_age: float, as_json: bool) -> None:
+    """Find blobs no run references and temp files a crash left; delete them with --apply.
+
+    Never deletes runs; blobs a fork reaches through its parent are kept.
+    """
+    report = options.store().gc(apply=apply, min_age=min_age)
+    if as_json:
+        echo_json({"applied": report.applied, "blobs": report.blobs, "bytes": report.bytes,
+                   "digests": list(report.digests), "referenced": report.referenced,
+                   "kept_recent": report.kept_recent, "temp_files": report.temp_files,
+                   "temp_bytes": report.temp_bytes})
+        return
+    click.echo(str(report))
+    for digest in report.digests[:20]:
+        click.echo(f"  {digest}")
+    if len(report.digests) > 20:
+        click.echo(f"  … {len(report.digests) - 20:,} more")
+    if not apply and (report.blobs or report.temp_files):
+        click.echo("dry run: nothing deleted; agentlog gc --apply deletes them")

@@ -1,0 +1,309 @@
+"""Every ``agentlog`` command on the sample runs, through the real console script in a subprocess.
+
+Each test gets its own copy of the sample store (``--store``). Assertions are grouped per
+command to keep the number of process starts (about 0.5 s each) small.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from _cli_helpers import Cli
+
+import agentlog as al
+
+IDS = ("sre-0001", "sre-0001-calm", "sre-0002", "refunds-0001", "refunds-0001-approve",
+       "refunds-0002-tight", "diligence-0001", "jobhunt-0001")
+
+
+def _one_line_error(stderr: str) -> str:
+    """The error line; fails if there is a traceback or more than one line."""
+    assert "Traceback" not in stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("agentlog: error: ")
+    return lines[0]
+
+
+def test_help_lists_the_commands_and_exit_codes(cli: Cli) -> None:
+    out = cli("--help")
+    assert out.returncode == 0
+    for command in ("demo", "ls", "show", "verify", "replay", "fork", "diff", "cost", "export", "import",
+                    "report", "gc"):
+        assert f"  {command} " in out.stdout
+    assert "Exit codes:" in out.stdout
+    for code in ("0 ", "1 ", "2 ", "3 ", "4 ", "5 ", "6 ", "130 "):
+        assert f"\n    {code}" in out.stdout
+    fork = cli("fork", "--help")
+    assert fork.returncode == 0
+    for kind in ('"tool_result"', '"llm_response"', '"state_patch"', '"input"'):
+        assert kind in fork.stdout
+
+
+def test_ls_text_and_json(cli: Cli, samples: Path) -> None:
+    out = cli("--store", samples, "ls")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].split()[:3] == ["run", "name", "status"]
+    assert [line.split()[0] for line in lines[1:]] == list(IDS)
+    assert "sre-0001@26" in out.stdout and "budget_exceeded" in out.stdout
+    data = json.loads(cli("--store", samples, "ls", "--json").stdout)
+    assert [r["run_id"] for r in data] == list(IDS)
+    calm = data[1]
+    assert (calm["parent"], calm["fork_seq"], calm["events"], calm["own_events"]) == ("sre-0001", 26, 39, 12)
+    assert calm["created"].startswith("2026-07-02T08:38:49")
+
+
+def test_ls_of_an_empty_store(cli: Cli, tmp_path: Path) -> None:
+    out = cli("--store", tmp_path / "nothing", "ls")
+    assert out.returncode == 0
+    assert "no runs in" in out.stdout and "agentlog demo" in out.stdout
+    assert json.loads(cli("--store", tmp_path / "nothing", "ls", "--json").stdout) == []
+    assert not (tmp_path / "nothing").exists()  # reading does not create the store
+
+
+def test_show_text_json_and_run_folder(cli: Cli, samples: Path) -> None:
+    out = cli("--store", samples, "show", "sre-0001-c", "--events", "3")  # a unique prefix
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert text.startswith("Run sre-0001-calm 'sre example, calm database'")
+    for fact in ("status: finished", "events: 39 (12 own)", "model calls: 3", "verified: ok",
+                 "forked from: sre-0001 at seq 26", "gpt-4o-mini", "events (3 of 39):", "run.started"):
+        assert fact in text
+    # a run folder works without --store
+    folder = samples / "runs" / "run_id=refunds-0002-tight"
+    data = json.loads(cli("show", folder, "--json").stdout)
+    assert data["summary"]["run_id"] == "refunds-0002-tight"
+    assert data["summary"]["status"] == "budget_exceeded"
+    assert data["verify"]["ok"] is True and data["verify"]["events"] == 60
+    assert data["cost_by_model"][0]["model"] == "claude-3-5-haiku-latest"
+
+
+def test_unknown_and_ambiguous_runs(cli: Cli, samples: Path) -> None:
+    missing = cli("--store", samples, "show", "nope")
+    assert missing.returncode == 3
+    assert "'nope'" in _one_line_error(missing.stderr)
+    ambiguous = cli("--store", samples, "diff", "sre", "refunds-0001")
+    assert ambiguous.returncode == 2
+    line = _one_line_error(ambiguous.stderr)
+    assert "matches 3 runs: sre-0001, sre-0001-calm, sre-0002" in line
+    usage = cli("--store", samples, "verify")  # neither RUN nor --all
+    assert usage.returncode == 2 and "--all" in _one_line_error(usage.stderr)
+    bad_option = cli("--store", samples, "export", "sre-0001", "--format", "pdf")
+    assert bad_option.returncode == 2 and "pdf" in bad_option.stderr and "Traceback" not in bad_option.stderr
+
+
+def test_verify_all_expect_head_and_json(cli: Cli, samples: Path) -> None:
+    out = cli("--store", samples, "verify", "--all")
+    assert out.returncode == 0, out.stdout
+    assert out.stdout.count(": ok, ") == len(IDS)
+    assert "8 runs: 8 ok, 0 with problems" in out.stdout
+    head = al.Store(samples).run("sre-0001").head
+    data = json.loads(cli("--store", samples, "verify", "sre-0001", "--expect-head", head[:16], "--json").stdout)
+    assert data["ok"] is True and data["head"] == head and data["head_ok"] is True
+    wrong = cli("--store", samples, "verify", "sre-0001", "--expect-head", "0" * 64)
+    assert wrong.returncode == 1
+    assert f"head {head} differs from the expected" in wrong.stdout
+
+
+def _tamper(store: Path, run_id: str, seq: int) -> None:
+    """Change one payload inside a sealed segment, leaving its stored hash as it was."""
+    (path,) = (store / "runs" / f"run_id={run_id}").glob("events-*.parquet")
+    table = pq.read_table(path)
+    payloads = table.column("payload").to_pylist()
+    payloads[seq] = payloads[seq].replace("orders", "ORDERS", 1)
+    i = table.schema.get_field_index("payload")
+    pq.write_table(table.set_column(i, table.schema.field(i), pa.array(payloads, table.schema.field(i).type)),
+                   path)
+
+
+def test_verify_a_tampered_run_names_the_seq(cli: Cli, samples: Path) -> None:
+    _tamper(samples, "sre-0002", 10)
+    out = cli("--store", samples, "verify", "sre-0002")
+    assert out.returncode == 1
+    assert "run sre-0002: 1 problem, 64 events, first bad seq 10" in out.stdout
+    assert "seq 10: chain_broken" in out.stdout
+    every = cli("--store", samples, "verify", "--all", "--json")
+    assert every.returncode == 1
+    bad = [r for r in json.loads(every.stdout) if not r["ok"]]
+    assert [(r["run_id"], r["first_bad_seq"]) for r in bad] == [("sre-0002", 10)]
+
+
+def test_a_damaged_segment_is_a_store_error(cli: Cli, samples: Path) -> None:
+    (path,) = (samples / "runs" / "run_id=jobhunt-0001").glob("events-*.parquet")
+    path.write_bytes(path.read_bytes()[:100])
+    out = cli("--store", samples, "show", "jobhunt-0001", "--no-verify")
+    assert out.returncode == 4
+    assert path.name in _one_line_error(out.stderr)
+    debug = cli("--store", samples, "--debug", "show", "jobhunt-0001", "--no-verify")
+    assert debug.returncode == 4 and "Traceback" in debug.stderr
+    assert debug.stderr.strip().splitlines()[-1].startswith("agentlog: error: ")
+    verify = cli("--store", samples, "verify", "jobhunt-0001")
+    assert verify.returncode == 1 and "first bad seq" in verify.stdout
+
+
+def test_diff_text_json_and_exit_codes(cli: Cli, samples: Path) -> None:
+    out = cli("--store", samples, "diff", "sre-0001", "sre-0001-calm")
+    assert out.returncode == 1  # the runs differ
+    assert "first divergence at seq 27" in out.stdout
+    assert "0.93 → 0.35" in out.stdout
+    assert "input_tokens" in out.stdout and "-2,874" in out.stdout
+    data = json.loads(cli("--store", samples, "diff", "sre-0001", "sre-0001-calm", "--json").stdout)
+    assert (data["divergence"], data["prefix"], data["prefix_from"]) == (27, 27, "lineage")
+    assert data["usage"]["llm_calls"] == {"a": 6.0, "b": 3.0, "delta": -3.0}
+    assert any(r["status"] == "changed" and r["seq_a"] == 28 for r in data["rows"])
+    same = cli("--store", samples, "diff", "sre-0001", "sre-0001")
+    assert same.returncode == 0 and "the same 78 events" in same.stdout
+
+
+def test_cost_store_and_runs(cli: Cli, samples: Path) -> None:
+    out = cli("--store", samples, "cost")
+    assert out.returncode == 0, out.stderr
+    assert "claude-3-5-haiku-latest" in out.stdout and "total: 51 model calls" in out.stdout
+    data = json.loads(cli("--store", samples, "cost", "--by", "run,model", "--json").stdout)
+    expected = al.Store(samples).cost(by=["run", "model"])
+    assert len(data) == len(expected)
+    assert abs(sum(r["cost_usd"] for r in data) - float(expected["cost_usd"].sum())) < 1e-12
+    one = json.loads(cli("--store", samples, "cost", "sre-0001-calm", "--json").stdout)
+    llm = [r for r in one if r["model"] == "gpt-4o-mini"]
+    assert llm[0]["llm_calls"] == 3  # a run counts its parent's prefix too
+    assert cli("--store", samples, "cost", "--by", "colour").returncode == 2
+
+
+def test_replay_strict(cli: Cli, samples: Path) -> None:
+    ok = cli("--store", samples, "replay", "refunds-0001", "--program", "example:refunds")
+    assert ok.returncode == 0, ok.stderr
+    assert "strict replay ok: 136 events, 20 calls from the log, 0 live" in ok.stdout
+    wrong = cli("--store", samples, "replay", "sre-0001", "--program", "example:refunds")
+    assert wrong.returncode == 1
+    assert "diverged at seq 1" in wrong.stdout
+    missing = cli("--store", samples, "replay", "sre-0001", "--program", "no_such_module:program")
+    assert missing.returncode == 2 and "no_such_module" in _one_line_error(missing.stderr)
+
+
+def test_fork_with_an_edit_file(cli: Cli, samples: Path, tmp_path: Path) -> None:
+    edit = tmp_path / "edit.json"
+    edit.write_text(json.dumps({"kind": "tool_result", "seq": 28,
+                                "result": {"service": "orders-db", "metric": "cpu", "value": 0.2}}))
+    out = cli("--store", samples, "fork", "sre-0001", "--at", "26", "--program", "example:sre",
+              "--edit", edit, "--run-id", "cli-fork", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert (data["run_id"], data["parent"], data["at"], data["divergence"]) == ("cli-fork", "sre-0001", 26, 27)
+    fork = al.Store(samples).run("cli-fork")
+    assert fork.parent is not None and fork.parent.id == "sre-0001" and fork.verify().ok
+    result = next(e for e in fork.iter_events(27) if e.type == "tool.result")
+    assert result.payload["result"]["value"] == 0.2 and result.payload["edited"] is True
+
+
+def test_fork_refuses_bad_edit_files(cli: Cli, samples: Path, tmp_path: Path) -> None:
+    cases = {
+        "broken.json": ('{"kind": "tool_result", "seq": 28,', "broken.json:1: not JSON"),
+        "kind.json": ('[{"kind": "state_patch", "ops": []}, {"kind": "teleport"}]',
+                      "kind.json [1]: kind 'teleport' is not one of"),
+        "early.json": ('{"kind": "tool_result", "seq": 10, "result": 1}', "seq 10 must be after the cut"),
+        "type.json": ('{"kind": "llm_response", "seq": 28, "content": "hi"}',
+                      "run sre-0001 seq 28 is a tool.result, not a llm.response"),
+    }
+    for name, (text, message) in cases.items():
+        (tmp_path / name).write_text(text)
+        out = cli("--store", samples, "fork", "sre-0001", "--at", "26", "--program", "example:sre",
+                  "--edit", tmp_path / name)
+        assert out.returncode == 2, (name, out.stdout, out.stderr)
+        assert message in _one_line_error(out.stderr), name
+    assert al.Store(samples).list_runs() == list(IDS)  # nothing was created
+
+
+def test_jsonl_export_import_keeps_the_hashes(cli: Cli, samples: Path, tmp_path: Path) -> None:
+    src = tmp_path / "calm.jsonl"
+    out = cli("--store", samples, "export", "sre-0001-calm", "-o", src)
+    assert out.returncode == 0, out.stderr
+    assert "39 events written to" in out.stdout
+    other = tmp_path / "other"
+    back = cli("--store", other, "import", src, "--format", "jsonl", "--json")
+    assert back.returncode == 0, back.stderr
+    (info,) = json.loads(back.stdout)
+    assert info["run_id"] == "sre-0001-calm" and info["verified"] is True and info["events"] == 39
+    a = al.Store(samples).run("sre-0001-calm").table().column("hash").to_pylist()
+    b = al.Store(other).run("sre-0001-calm").table().column("hash").to_pylist()
+    assert a == b
+    again = cli("--store", other, "import", src, "--format", "jsonl")  # the id is taken now
+    assert again.returncode == 4 and "already exists" in _one_line_error(again.stderr)
+    src.write_text(src.read_text().replace("orders-db", "orders-xx", 1))
+    tampered = cli("--store", tmp_path / "third", "import", src, "--format", "jsonl")
+    assert tampered.returncode == 2
+    assert "calm.jsonl:" in _one_line_error(tampered.stderr)
+
+
+def test_otlp_export_and_import(cli: Cli, samples: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "refunds.otlp.json"
+    out = cli("--store", samples, "export", "refunds-0001", "--format", "otlp", "-o", trace)
+    assert out.returncode == 0, out.stderr
+    request = json.loads(trace.read_text())
+    assert request["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    back = cli("--store", tmp_path / "otel", "import", trace, "--format", "otlp", "--name", "from otel")
+    assert back.returncode == 0, back.stderr
+    assert "verified ok" in back.stdout
+    (run,) = (al.Store(tmp_path / "otel").run(rid) for rid in al.Store(tmp_path / "otel").list_runs())
+    assert run.name == "from otel" and len(run.llm_calls()) == 12
+
+
+def test_report_and_html_export(cli: Cli, samples: Path, tmp_path: Path) -> None:
+    out = cli("--store", samples, "report", "sre-0001", "--vs", "sre-0001-calm", "-o", tmp_path / "r.html")
+    assert out.returncode == 0, out.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert page.count("Plotly.newPlot(") >= 3
+    assert "first divergence at seq 27" in page
+    assert page.count("* plotly.js v") == 1  # plotly.js inlined once, for every figure
+    html = cli("--store", samples, "export", "jobhunt-0001", "--format", "html", "-o", tmp_path / "j.html")
+    assert html.returncode == 0 and "jobhunt-0001" in (tmp_path / "j.html").read_text()
+
+
+def test_gc_dry_run_then_apply(cli: Cli, samples: Path) -> None:
+    orphan = al.Store(samples).blobs.put(b"nobody references me").digest
+    path = al.Store(samples).blobs.path(orphan)
+    old = time.time() - 3600
+    os.utime(path, (old, old))
+    dry = cli("--store", samples, "gc")
+    assert dry.returncode == 0
+    assert "gc (dry run): 1 unreferenced blobs" in dry.stdout and orphan in dry.stdout
+    assert path.exists()
+    done = json.loads(cli("--store", samples, "gc", "--apply", "--json").stdout)
+    assert done["applied"] is True and done["digests"] == [orphan]
+    assert not path.exists()
+    assert cli("--store", samples, "verify", "--all").returncode == 0
+
+
+def test_import_drangue_and_activegraph(cli: Cli, tmp_path: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "interop"))
+    from _interop_sources import activegraph_sink_run, drangue_sre
+
+    db = tmp_path / "drangue.db"
+    # in a thread of its own: drangue calls asyncio.run, which refuses to run inside the event
+    # loop that Playwright's sync API leaves in the main thread when browser tests ran first
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(drangue_sre, db, "sre-1").result()
+        pool.submit(drangue_sre, db, "sre-2").result()
+        sink, _ = pool.submit(activegraph_sink_run, tmp_path).result()
+    store = tmp_path / "imported"
+    both = cli("--store", store, "import", db, "--format", "drangue")
+    assert both.returncode == 2
+    assert "sre-1" in _one_line_error(both.stderr)
+    out = cli("--store", store, "import", db, "--format", "drangue", "--run", "sre-2", "--run-id", "d2", "--json")
+    assert out.returncode == 0, out.stderr
+    (info,) = json.loads(out.stdout)
+    assert info["run_id"] == "d2" and info["verified"] is True
+    assert len(al.Store(store).run("d2").llm_calls()) == 3
+    graph = cli("--store", store, "import", sink, "--format", "activegraph", "--name", "graph run")
+    assert graph.returncode == 0, graph.stderr
+    assert "verified ok" in graph.stdout
+    assert "graph run" in cli("--store", store, "ls").stdout
+    missing = cli("--store", store, "import", tmp_path / "nope.db", "--format", "drangue")
+    assert missing.returncode == 2 and "nope.db: no such file" in _one_line_error(missing.stderr)
