@@ -30,3 +30,10 @@ def test_import_agentlog_pulls_in_nothing_heavy() -> None:
             "print(sorted(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_widgets_all_lists_every_lazy_view() -> None:
+    from agentlog import widgets
+    assert set(widgets.__all__) == set(widgets._VIEWS) | {"get_options", "set_options"}
+    for name in widgets.__all__:
+        assert getattr(widgets, name) is not None, name

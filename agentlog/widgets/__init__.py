@@ -30,7 +30,8 @@ _VIEWS: dict[str, str] = {
     "show": "agentlog.widgets.tabs",
 }
 
-__all__ = ["get_options", "set_options", *_VIEWS]
+__all__ = ["CostDashboard", "DiffView", "ForkPanel", "Scrubber", "Waterfall", "cost_figures",
+           "get_options", "set_options", "show", "waterfall_figure"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from .costdash import CostDashboard, cost_figures

@@ -17,8 +17,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ._kernel import in_kernel, show_objects
 from .html import fmt_int, fmt_usd, grid, header, obj_repr, section, sections, table
-from .waterfall import in_kernel, show_objects
 
 if TYPE_CHECKING:
     from ..store.run import Run

@@ -29,9 +29,8 @@ from typing import TYPE_CHECKING, Any, Final, overload
 
 from ..fold import Patch, SnapshotIndex, State, diff_states
 from ..fold.values import short
+from ._kernel import KernelView
 from .html import fmt_usd, grid, header, obj_repr, section, sections, table
-from .options import OPTIONS
-from .scrubber import in_kernel
 from .statetree import render_state
 
 if TYPE_CHECKING:
@@ -135,7 +134,7 @@ def _forward_fill(values: list[int | None], start: int) -> list[int]:
     return out
 
 
-class DiffView:
+class DiffView(KernelView):
     """Two runs side by side: aligned events, the divergence, states at each aligned step.
 
     Args:
@@ -384,18 +383,6 @@ class DiffView:
                  section(f"States at aligned step {self.step:,}", self.state_html, folded=False),
                  self.summary_html]
         return obj_repr(self.text(), head, grid(facts) + sections(items[:2]) + items[2])
-
-    def _repr_html_(self) -> str | None:
-        if OPTIONS["display"] != "html":
-            return None
-        return self.snapshot_html()
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any] | None:
-        """In a live kernel, the interactive widget; elsewhere ``None`` (``_repr_html_`` is used)."""
-        if not in_kernel():
-            return None
-        bundle: dict[str, Any] = self.widget._repr_mimebundle_(include=include, exclude=exclude)
-        return bundle
 
     @property
     def widget(self) -> Any:

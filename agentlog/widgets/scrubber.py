@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any, Final
 from ..errors import EventNotFoundError
 from ..event import Event
 from ..fold import Patch, Reducers, State, diff_states, fold
+from ._kernel import KernelView
 from .html import fmt_int, fmt_ms, fmt_usd, grid, header, obj_repr, section, sections
-from .options import OPTIONS
 from .statetree import highlighted_paths, render_state
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from ..store.run import Run
 
-__all__ = ["Scrubber", "event_facts", "event_html", "in_kernel", "payload_html", "tokens_figure"]
+__all__ = ["Scrubber", "event_facts", "event_html", "payload_html", "tokens_figure"]
 
 KEEP_STATES: Final = 512      # recent states kept for instant back-and-forth steps
 BACK_BLOCK: Final = 256       # states kept at once when stepping back reaches an unkept one
@@ -56,16 +56,6 @@ def _e(value: Any) -> str:
 
 def _is_blob(value: Any) -> bool:
     return hasattr(value, "digest") and hasattr(value, "size") and hasattr(value, "to_json")
-
-
-def in_kernel() -> bool:
-    """True inside a live Jupyter kernel (where ipywidgets can talk to a front end)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython comes with ipywidgets
-        return False
-    shell = get_ipython()
-    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 # --- the event panel (pure) ----------------------------------------------------------------------
@@ -132,7 +122,7 @@ def event_html(event: Event) -> str:
 # --- the view ------------------------------------------------------------------------------------
 
 
-class Scrubber:
+class Scrubber(KernelView):
     """Step through a run: the event at a seq, the state after it, what it changed.
 
     Args:
@@ -345,18 +335,6 @@ class Scrubber:
                  section("State after it", self.state_html, folded=False),
                  section("Changed by this event", self.patch_html, len(self.patch), folded=False)]
         return obj_repr(self.text(), head, sections(items))
-
-    def _repr_html_(self) -> str | None:
-        if OPTIONS["display"] != "html":
-            return None
-        return self.snapshot_html()
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any] | None:
-        """In a live kernel, the interactive widget; elsewhere ``None`` (``_repr_html_`` is used)."""
-        if not in_kernel():
-            return None
-        bundle: dict[str, Any] = self.widget._repr_mimebundle_(include=include, exclude=exclude)
-        return bundle
 
     # --- the widget ------------------------------------------------------------------------
 

@@ -37,12 +37,13 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ._kernel import in_kernel, show_objects
 from .html import _missing, cut, fmt_int, fmt_ms, fmt_usd, obj_repr, table
 
 if TYPE_CHECKING:
     from ..store.run import Run
 
-__all__ = ["CUSTOM", "GROUP_COLORS", "KIND_GROUPS", "Waterfall", "figure_bundle", "in_kernel", "show_objects", "span_events_html",
+__all__ = ["CUSTOM", "GROUP_COLORS", "KIND_GROUPS", "Waterfall", "figure_bundle", "span_events_html",
            "time_unit", "waterfall_figure"]
 
 #: Span kinds drawn in one colour; any other kind is ``other``.
@@ -64,24 +65,6 @@ TEXT_BARS: Final = 1000     # bars up to which bars carry text (model and tokens
 _HOVER: Final = ("<b>%{customdata[1]}</b> · %{customdata[2]}<br>%{customdata[3]} from "
                  "%{customdata[7]}<br>tokens: %{customdata[4]}<br>cost: %{customdata[5]}<br>"
                  "status: %{customdata[6]}<br>span %{customdata[0]}<extra></extra>")
-
-
-def in_kernel() -> bool:
-    """True inside a running Jupyter kernel (where widgets can show), else False."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython comes with the widgets extra
-        return False
-    shell = get_ipython()
-    return shell is not None and getattr(shell, "kernel", None) is not None
-
-
-def show_objects(*objs: Any, html_text: str | None = None) -> None:
-    """``IPython.display.display`` each object (``html_text`` first, as HTML)."""
-    from IPython.display import HTML, display
-    if html_text is not None:
-        display(HTML(html_text))  # type: ignore[no-untyped-call]
-    display(*objs)  # type: ignore[no-untyped-call]
 
 
 def _esc(values: Any) -> list[str]:
