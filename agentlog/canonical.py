@@ -28,7 +28,7 @@ _ENCODER = json.JSONEncoder(
 _SCALARS = (str, int, float, bool, type(None))
 
 #: ``json.encoder.encode_basestring``: a JSON string literal, non-ASCII kept (C speed).
-dumps_str = json.encoder.encode_basestring  # type: ignore[attr-defined]
+dumps_str = json.encoder.encode_basestring
 
 loads = json.loads
 

@@ -94,8 +94,10 @@ class Served:
 class Sink(Protocol):
     """What a recorder writes to and reads recorded answers from."""
 
-    run_id: str
     observer: Observer | None
+
+    @property
+    def run_id(self) -> str: ...
 
     @property
     def next_seq(self) -> int: ...
@@ -225,7 +227,7 @@ class ReplaySink:
         self.served = 0
 
     @property
-    def run_id(self) -> str:  # type: ignore[override]
+    def run_id(self) -> str:
         """The recorded run's id inside the prefix (so idempotency keys match), then the new run's."""
         if self.in_prefix or self.after is None:
             return self.recorded_run_id

@@ -251,7 +251,8 @@ class Run:
     def states(self, start: int = 0, stop: int | None = None, *,
                reducers: Any = None) -> Iterator[tuple[Event, Any]]:
         """Yield ``(event, state after it)`` for ``start <= seq < stop``, O(1) per step."""
-        return self._index(reducers).states(start, stop)
+        steps: Iterator[tuple[Event, Any]] = self._index(reducers).states(start, stop)
+        return steps
 
     def check_determinism(self, reducers: Any = None) -> Any:
         """Fold twice (in one pass and through snapshots) and report the first difference."""

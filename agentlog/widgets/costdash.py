@@ -306,7 +306,7 @@ class CostDashboard:
     def widget(self) -> Any:
         """The ``ipywidgets`` view: totals, then one tab per table (table and figure)."""
         if self._widget is None:
-            import ipywidgets as widgets  # type: ignore[import-untyped]
+            import ipywidgets as widgets
             tabs = []
             for name in self.tables:
                 table_box = widgets.HTML(value=obj_repr("", "", self.table_html(name)))

@@ -477,7 +477,7 @@ class Waterfall:
     def widget(self) -> Any:
         """The ``ipywidgets`` view: a ``FigureWidget`` and the events panel (built once)."""
         if self._widget is None:
-            import ipywidgets as widgets  # type: ignore[import-untyped]
+            import ipywidgets as widgets
             self._fig_widget = go.FigureWidget(self.figure)
             self._panel = widgets.HTML(value=self.events_html)
             self._panel.add_class("agentlog-waterfall-events")
