@@ -177,11 +177,15 @@ class RunDiff:
     """
 
     def __init__(self, a: Run, b: Run, *, prefix: int, prefix_from: str, rows: pa.Table,
-                 usage: pd.DataFrame, reducers: Any = None) -> None:
+                 usage: pd.DataFrame, reducers: Any = None,
+                 pending: dict[int, tuple[str, str, str]] | None = None) -> None:
         self.a, self.b = a, b
         self.prefix = prefix
         self.prefix_from = prefix_from
         self._rows = rows
+        # changed rows whose summary is not written yet: row -> (type, payload a, payload b)
+        self._pending = dict(pending or {})
+        self._summaries: dict[int, str] = {}
         self._usage = usage
         self._reducers = reducers
         statuses = Counter(rows.column("status").to_pylist())
@@ -197,7 +201,35 @@ class RunDiff:
     def table(self) -> pd.DataFrame:
         """One row per aligned pair of events after the shared prefix (see
         :data:`~agentlog.analysis.columns.DIFF`)."""
-        return C.to_frame(self._rows, C.DIFF)
+        return C.to_frame(self._complete_rows(), C.DIFF)
+
+    def columns(self, *names: str) -> dict[str, list[Any]]:
+        """Columns of the aligned rows as lists, without writing the change summaries (cheap
+        for views that show a window of rows; see :meth:`summary`)."""
+        return {name: self._rows.column(name).to_pylist() for name in names}
+
+    def summary(self, row: int) -> str:
+        """The change summary of aligned row ``row`` ("" for matched rows), written on first
+        use: runs that differ everywhere have one per row, and a view shows only a window."""
+        if row in self._summaries:
+            return self._summaries[row]
+        pending = self._pending.pop(row, None)
+        if pending is not None:
+            self._summaries[row] = _change_summary(*pending)
+            return self._summaries[row]
+        return str(self._rows.column("summary")[row].as_py() or "")
+
+    def _complete_rows(self) -> pa.Table:
+        for row in list(self._pending):
+            self.summary(row)
+        if self._summaries:
+            values = self._rows.column("summary").to_pylist()
+            for row, text in self._summaries.items():
+                values[row] = text
+            index = self._rows.schema.get_field_index("summary")
+            self._rows = self._rows.set_column(index, "summary", pa.array(values, pa.string()))
+            self._summaries.clear()
+        return self._rows
 
     @property
     def usage(self) -> pd.DataFrame:
@@ -276,11 +308,13 @@ class RunDiff:
         lines.append(f"usage b - a: {d['input_tokens']:+,.0f} input tokens, "
                      f"{d['output_tokens']:+,.0f} output tokens, ${d['cost_usd']:+,.6f}, "
                      f"{d['llm_calls']:+,.0f} llm calls, {d['tool_calls']:+,.0f} tool calls")
-        shown = [r for r in self._rows.to_pylist() if r["status"] != "matched"][:20]
-        for r in shown:
-            sa = "-" if r["seq_a"] is None else r["seq_a"]
-            sb = "-" if r["seq_b"] is None else r["seq_b"]
-            lines.append(f"  {r['status']:<8} {sa!s:>6} {sb!s:>6}  {r['type']}  {r['summary']}")
+        cols = self.columns("status", "seq_a", "seq_b", "type")
+        shown = [i for i, status in enumerate(cols["status"]) if status != "matched"][:20]
+        for i in shown:
+            sa = "-" if cols["seq_a"][i] is None else cols["seq_a"][i]
+            sb = "-" if cols["seq_b"][i] is None else cols["seq_b"][i]
+            lines.append(f"  {cols['status'][i]:<8} {sa!s:>6} {sb!s:>6}  {cols['type'][i]}  "
+                         f"{self.summary(i)}")
         hidden = sum(c[s] for s in ("changed", "only_a", "only_b")) - len(shown)
         if hidden > 0:
             lines.append(f"  … {hidden:,} more")
@@ -323,7 +357,8 @@ def diff(run_a: Run, run_b: Run, *, reducers: Any = None) -> RunDiff:
     types: list[str] = []
     actors: list[str | None] = []
     names: list[str | None] = []
-    summaries: list[str] = []
+    summaries: list[str | None] = []
+    pending: dict[int, tuple[str, str, str]] = {}
     for step, i, j in align(sig_a, sig_b):
         side, k = (ea, i) if i is not None else (eb, j)
         assert k is not None
@@ -334,8 +369,9 @@ def diff(run_a: Run, run_b: Run, *, reducers: Any = None) -> RunDiff:
             pa_, pb = ea["payload"][i], eb["payload"][j]
             if step == "same" and (pa_ == pb or _content(ea["type"][i], pa_) == _content(eb["type"][j], pb)):
                 step, summary = "matched", ""
-            else:
-                step, summary = "changed", _change_summary(ea["type"][i], pa_, pb)
+            else:  # the summary is written when someone asks (RunDiff.summary)
+                step, summary = "changed", None
+                pending[len(status)] = (ea["type"][i], pa_, pb)
         status.append(step)
         seq_a.append(None if i is None else ea["seq"][i])
         seq_b.append(None if j is None else eb["seq"][j])
@@ -352,5 +388,5 @@ def diff(run_a: Run, run_b: Run, *, reducers: Any = None) -> RunDiff:
     usage["delta"] = usage["b"] - usage["a"]
     usage.index.name = "metric"
     return RunDiff(run_a, run_b, prefix=prefix, prefix_from=how, rows=rows, usage=usage,
-                   reducers=reducers)
+                   reducers=reducers, pending=pending)
 

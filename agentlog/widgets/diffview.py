@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, overload
 
@@ -79,10 +79,12 @@ class DiffRow:
 class _Rows(Sequence[DiffRow]):
     """The aligned rows: the shared prefix (made on demand) then RunDiff's rows."""
 
-    def __init__(self, prefix: int, tail: dict[str, list[Any]], table_a: pa.Table) -> None:
+    def __init__(self, prefix: int, tail: dict[str, list[Any]], table_a: pa.Table,
+                 summary: Callable[[int], str]) -> None:
         self._prefix = prefix
         self._tail = tail
         self._table_a = table_a
+        self._summary = summary
 
     def __len__(self) -> int:
         return self._prefix + len(self._tail["status"])
@@ -107,21 +109,10 @@ class _Rows(Sequence[DiffRow]):
         t, k = self._tail, index - self._prefix
         status = t["status"][k]
         return DiffRow(index, "same" if status == "matched" else status, t["seq_a"][k], t["seq_b"][k],
-                       t["type"][k], t["actor"][k], t["summary"][k] if status == "changed" else "")
+                       t["type"][k], t["actor"][k], self._summary(k) if status == "changed" else "")
 
     def __iter__(self) -> Iterator[DiffRow]:
         return (self[i] for i in range(len(self)))
-
-
-def _nullable(values: list[Any]) -> list[Any]:
-    out = []
-    for v in values:
-        try:
-            missing = v is None or bool(v != v)  # noqa: PLR0124 - NaN differs from itself
-        except TypeError:  # pd.NA
-            missing = True
-        out.append(None if missing else v)
-    return out
 
 
 def _forward_fill(values: list[int | None], start: int) -> list[int]:
@@ -171,10 +162,8 @@ class DiffView(KernelView):
         self.diff: RunDiff = diff(run_a, run_b, reducers=reducers)
         self._table_a, self._table_b = event_table(run_a), event_table(run_b)
         prefix = self.diff.prefix
-        frame = self.diff.table()
-        tail = {name: _nullable(frame[name].tolist()) for name in
-                ("status", "seq_a", "seq_b", "type", "actor", "summary")}
-        self.rows: Sequence[DiffRow] = _Rows(prefix, tail, self._table_a)
+        tail = self.diff.columns("status", "seq_a", "seq_b", "type", "actor")
+        self.rows: Sequence[DiffRow] = _Rows(prefix, tail, self._table_a, self.diff.summary)
         self._last_a = _forward_fill(tail["seq_a"], prefix - 1)
         self._last_b = _forward_fill(tail["seq_b"], prefix - 1)
         self.divergence_seq: int | None = self.diff.divergence

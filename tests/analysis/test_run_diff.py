@@ -184,3 +184,18 @@ def test_greedy_alignment_of_long_tails_with_an_insertion() -> None:
     b = a[:1000] + [("ins", None, "new")] + a[1000:]
     steps = align(a, b, limit=100)
     assert [s for s in steps if s[0] != "same"] == [("only_b", None, 1000)]
+
+
+def test_change_summaries_are_written_on_demand_and_agree(golden: tuple[Any, Any]) -> None:
+    run, fork = golden
+    lazy = al.diff(run, fork)
+    statuses = lazy.columns("status")["status"]
+    changed = [i for i, s in enumerate(statuses) if s == "changed"]
+    assert changed and len(lazy._pending) == len(changed)  # nothing written yet
+    first = lazy.summary(changed[-1])
+    assert len(lazy._pending) == len(changed) - 1
+    eager = al.diff(run, fork).table()["summary"].tolist()
+    assert first and first == eager[changed[-1]]
+    assert [lazy.summary(i) if s == "changed" else "" for i, s in enumerate(statuses)] == \
+        [e if s == "changed" else "" for e, s in zip(eager, statuses, strict=True)]
+    assert lazy.table()["summary"].tolist() == eager  # table() writes the rest
