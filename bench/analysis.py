@@ -23,31 +23,20 @@ import argparse
 import json
 import random
 import shutil
-import statistics
-import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import agentlog as al
+from _common import logger, median_time
 from agentlog.store.meta import read_meta, write_meta
 
 MODELS = ("gpt-4o-mini", "gpt-4o", "claude-3-5-sonnet", "house-model-x")
 
 
-def log(msg: str) -> None:
-    print(f"[bench/analysis] {msg}", file=sys.stderr, flush=True)
+log = logger("analysis")
 
-
-def median_time(trials: int, fn: Callable[[], Any]) -> float:
-    times = []
-    for _ in range(trials):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 # --- events of an agent-like run ------------------------------------------------------------------

@@ -18,28 +18,18 @@ import itertools
 import json
 import random
 import statistics
-import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import agentlog as al
+from _common import logger, median_time
 from agentlog.report import write_report
 
 
-def log(msg: str) -> None:
-    print(f"[bench/report] {msg}", file=sys.stderr, flush=True)
+log = logger("report")
 
-
-def median_time(trials: int, fn: Callable[[], Any]) -> float:
-    times = []
-    for _ in range(trials):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def write_long_run(store: Any, run_id: str, n_events: int, seed: int = 7) -> Any:

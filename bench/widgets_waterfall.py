@@ -27,14 +27,13 @@ import json
 import random
 import shutil
 import statistics
-import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import agentlog as al
+from _common import logger, median_time
 from agentlog.widgets.waterfall import waterfall_figure
 
 SIZES = (1_000, 10_000, 100_000)
@@ -46,17 +45,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-dev-shm-usage"]
 
 
-def log(msg: str) -> None:
-    print(f"[bench/widgets_waterfall] {msg}", file=sys.stderr, flush=True)
+log = logger("widgets_waterfall")
 
-
-def median_time(fn: Callable[[], Any], trials: int = TRIALS) -> float:
-    times = []
-    for _ in range(trials):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 class Clock:
@@ -105,11 +95,11 @@ def bench_build(store: Any, n: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     write_run(store, run_id, n)
     log(f"wrote {run_id} in {time.perf_counter() - t0:.1f} s")
-    spans_s = median_time(lambda: store.run(run_id).spans())
+    spans_s = median_time(TRIALS, lambda: store.run(run_id).spans())
     table = store.run(run_id).spans()
     run = store.run(run_id)
-    figure_s = median_time(lambda: waterfall_figure(run, spans=table))
-    total_s = median_time(lambda: waterfall_figure(store.run(run_id)))
+    figure_s = median_time(TRIALS, lambda: waterfall_figure(run, spans=table))
+    total_s = median_time(TRIALS, lambda: waterfall_figure(store.run(run_id)))
     meta = waterfall_figure(run, spans=table).layout.meta["agentlog"]
     log(f"{len(table):,} spans: spans() {spans_s:.3f} s, figure {figure_s:.3f} s, total {total_s:.3f} s, "
         f"{meta['bars']:,} bars")
@@ -171,7 +161,7 @@ def measure() -> dict[str, Any]:
             figures.update(bench_build(store, n))
         run10 = store.run("spans-10000")
         table10 = run10.spans()
-        full = median_time(lambda: waterfall_figure(run10, spans=table10, max_bars=10**9))
+        full = median_time(TRIALS, lambda: waterfall_figure(run10, spans=table10, max_bars=10**9))
         figures["full_detail_10k_figure_s"] = round(full, 3)
         figures["target_10k_s"], figures["target_100k_s"] = 2.0, 10.0
         figures["within_target"] = (figures["total_10000_s"] <= 2.0 and figures["total_100000_s"] <= 10.0)
