@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 import agentlog as al
-
-expect = pytest.importorskip("playwright.sync_api").expect
 
 NOTEBOOK = "03_fork_and_compare.ipynb"
 KERNEL_IDLE = ("() => window.jupyterapp?.shell.currentWidget?.sessionContext"

@@ -13,8 +13,8 @@ from typing import Any
 import genai_prices
 import pytest
 
-from agentlog.errors import UsageError
 from agentlog.capture.usage import Usage, detect_shape, normalize_usage
+from agentlog.errors import UsageError
 
 OPENAI_CHAT = {"prompt_tokens": 2006, "completion_tokens": 300, "total_tokens": 2306,
                "prompt_tokens_details": {"cached_tokens": 1920, "audio_tokens": 0},
@@ -90,8 +90,8 @@ def test_gemini_snake_case_from_the_sdk() -> None:
 
 
 def test_openai_sdk_objects() -> None:
-    usage_types = pytest.importorskip("openai.types")
-    responses = pytest.importorskip("openai.types.responses")
+    import openai.types as usage_types
+    import openai.types.responses as responses
     chat = usage_types.CompletionUsage.model_validate(OPENAI_CHAT)
     assert normalize_usage(chat) == SHAPES["openai_chat"][1]
     resp = responses.ResponseUsage.model_validate(

@@ -9,12 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import nbclient
 import nbformat
 import pytest
 
 import agentlog as al
-
-nbclient = pytest.importorskip("nbclient")
 
 NB_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 NOTEBOOKS = ("01_postmortem.ipynb", "02_step_through_state.ipynb", "03_fork_and_compare.ipynb",
