@@ -21,18 +21,10 @@ REPORT_RUNS = ("sre-0001", "sre-0001-calm")
 
 
 def notebook_source() -> Path | None:
-    """Where the tour notebooks are: ``notebooks/`` of a source checkout (an editable install),
-    else the copy packaged in ``agentlog/examples/notebooks``; ``None`` if neither has any."""
-    import agentlog
-    root = Path(agentlog.__file__).resolve().parents[1]
-    candidates = []
-    if (root / "pyproject.toml").is_file():
-        candidates.append(root / "notebooks")
-    candidates.append(Path(str(resources.files("agentlog.examples").joinpath("notebooks"))))
-    for folder in candidates:
-        if folder.is_dir() and any(folder.glob("*.ipynb")):
-            return folder
-    return None
+    """Where the tour notebooks are: ``agentlog/examples/notebooks`` (``notebooks/`` at the
+    root of a checkout points there); ``None`` if it holds none."""
+    folder = Path(str(resources.files("agentlog.examples").joinpath("notebooks")))
+    return folder if folder.is_dir() and any(folder.glob("*.ipynb")) else None
 
 
 def _fill_store(path: Path, record: bool) -> str:
