@@ -38,7 +38,7 @@ from ..chain import GENESIS
 from . import columns as C
 from ._duck import query
 from .align import align
-from .tables import event_table
+from .tables import duration_ms, event_table
 
 if TYPE_CHECKING:
     from ..fold.patch import Patch
@@ -145,9 +145,8 @@ def _describe(type_: str, payload: str) -> str:
     return short(value, 100)
 
 
-def _usage(table: pa.Table) -> dict[str, float]:
+def _usage(table: pa.Table, fork_seq: int | None) -> dict[str, float]:
     types = table.column("type").cast(pa.string())
-    ts = table.column("ts").cast(pa.int64())
 
     def total(name: str) -> float:
         return float(pc.sum(table.column(name)).as_py() or 0)
@@ -161,7 +160,7 @@ def _usage(table: pa.Table) -> dict[str, float]:
         "cached_tokens": total("cached_tokens"), "cost_usd": total("cost_usd"),
         "cost_unknown_calls": float(pc.sum(pc.and_(pc.equal(types, "llm.response"),
                                                    pc.is_null(table.column("cost_usd")))).as_py() or 0),
-        "duration_ms": (pc.max(ts).as_py() - pc.min(ts).as_py()) / 1000.0 if n else 0.0,
+        "duration_ms": duration_ms(table, fork_seq) or 0.0,
     }
 
 
@@ -383,7 +382,7 @@ def diff(run_a: Run, run_b: Run, *, reducers: Any = None) -> RunDiff:
                      "seq_b": pa.array(seq_b, pa.int64()), "type": pa.array(types, pa.string()),
                      "actor": pa.array(actors, pa.string()), "name": pa.array(names, pa.string()),
                      "summary": pa.array(summaries, pa.string())})
-    ua, ub = _usage(ta), _usage(tb)
+    ua, ub = _usage(ta, run_a.fork_seq), _usage(tb, run_b.fork_seq)
     usage = pd.DataFrame({"a": ua, "b": ub})
     usage["delta"] = usage["b"] - usage["a"]
     usage.index.name = "metric"

@@ -149,20 +149,24 @@ def _literal(text: str) -> str:
 def _runs_sql() -> str:
     return f"""
 WITH agg AS (
-    SELECT run_id, count(*) AS events,
-           count(*) FILTER (WHERE stored_in = run_id) AS own_events,
+    SELECT e.run_id, count(*) AS events,
+           count(*) FILTER (WHERE stored_in = e.run_id) AS own_events,
            count(*) FILTER (WHERE type = 'span.started') AS spans,
            count(*) FILTER (WHERE type = 'llm.response') AS llm_calls,
            count(*) FILTER (WHERE type = 'tool.result') AS tool_calls,
            min(ts) AS started, max(ts) AS ended,
-           (epoch_us(max(ts)) - epoch_us(min(ts))) / 1000.0 AS duration_ms,
+           -- first to last event, less the pause between a fork's cut and its first own event
+           (epoch_us(max(ts)) - epoch_us(min(ts))
+            - coalesce(greatest(0, epoch_us(max(ts) FILTER (WHERE seq = m.fork_seq + 1))
+                                   - epoch_us(max(ts) FILTER (WHERE seq = m.fork_seq))), 0)
+           ) / 1000.0 AS duration_ms,
            CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS input_tokens,
            CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS output_tokens,
            CAST(coalesce(sum(cached_tokens), 0) AS BIGINT) AS cached_tokens,
            coalesce(sum(cost_usd), 0.0) AS cost_usd,
            count(*) FILTER (WHERE {UNKNOWN_COST}) AS cost_unknown_calls,
-           coalesce(sum(cost_usd) FILTER (WHERE stored_in = run_id), 0.0) AS own_cost_usd
-    FROM run_events GROUP BY run_id
+           coalesce(sum(cost_usd) FILTER (WHERE stored_in = e.run_id), 0.0) AS own_cost_usd
+    FROM run_events e JOIN _agentlog_meta m ON m.run_id = e.run_id GROUP BY e.run_id
 )
 SELECT m.run_id, m.name, m.status, m.created, m.tags, m.parent, m.fork_seq,
        coalesce(a.events, 0) AS events, coalesce(a.own_events, 0) AS own_events,

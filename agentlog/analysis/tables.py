@@ -184,6 +184,22 @@ def _sum(table: pa.Table, name: str) -> Any:
     return 0 if value is None else value
 
 
+def duration_ms(table: pa.Table, fork_seq: int | None = None) -> float | None:
+    """First to last event, in ms, less the pause between a fork's cut and its own first event:
+    a fork is made later (maybe months later), and that time is not the run's.
+
+    ``None`` for a run with no events.
+    """
+    n = table.num_rows
+    if not n:
+        return None
+    ts = table.column("ts").cast(pa.int64())
+    total = pc.max(ts).as_py() - pc.min(ts).as_py()
+    if fork_seq is not None and 0 <= fork_seq < n - 1:
+        total -= max(0, ts[fork_seq + 1].as_py() - ts[fork_seq].as_py())
+    return float(total) / 1000.0
+
+
 def _summary_row(run: Run) -> dict[str, Any]:
     table = event_table(run)
     meta = run.meta
@@ -191,7 +207,6 @@ def _summary_row(run: Run) -> dict[str, Any]:
     n = table.num_rows
     ts = table.column("ts")
     started, ended = (pc.min(ts).as_py(), pc.max(ts).as_py()) if n else (None, None)
-    micros = ts.cast(pa.int64())
     fork_seq = run.fork_seq
     own = table if fork_seq is None else table.slice(fork_seq + 1)
     parent = meta.get("parent") or {}
@@ -207,7 +222,7 @@ def _summary_row(run: Run) -> dict[str, Any]:
         "llm_calls": pc.sum(llm).as_py() or 0,
         "tool_calls": pc.sum(pc.equal(types, "tool.result")).as_py() or 0,
         "started": started, "ended": ended,
-        "duration_ms": (pc.max(micros).as_py() - pc.min(micros).as_py()) / 1000.0 if n else None,
+        "duration_ms": duration_ms(table, fork_seq),
         "input_tokens": _sum(table, "input_tokens"), "output_tokens": _sum(table, "output_tokens"),
         "cached_tokens": _sum(table, "cached_tokens"), "cost_usd": float(_sum(table, "cost_usd")),
         "cost_unknown_calls": pc.sum(unknown).as_py() or 0,

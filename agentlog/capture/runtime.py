@@ -491,9 +491,10 @@ class _Loop:
         if not waiting:
             answer = state["loop"]["answer"]
             reasoning = _text(answer["content"]) if answer is not None else ""
-            with self._span(state, "approval", _label(action)):
+            with self._span(state, "approval", _label(action)):  # caused by the answer that proposed it
                 self.rec.emit(APPROVAL_REQUESTED, {"action": thaw(action), "reason": reason,
-                                                   "reasoning": reasoning}, actor=self.actor)
+                                                   "reasoning": reasoning}, actor=self.actor,
+                              caused_by=answer["seq"] if answer is not None else None)
         self._pause("waiting", f"approval of {_label(action)}")
 
     def _run_tool(self, name: str, args: dict[str, Any], pending: Any) -> None:

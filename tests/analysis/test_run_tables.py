@@ -187,3 +187,22 @@ def test_recompute_cost(golden: tuple[Any, Any], agent_run: Any) -> None:
     recorded = agent_run.recompute_cost()
     assert recorded.iloc[0]["recomputed_usd"] == pytest.approx(recorded.iloc[0]["cost_usd"])
     assert len(run.events) == 18  # the log is not touched
+
+
+def test_a_fork_made_later_does_not_count_the_pause_as_its_duration(tmp_path: Any) -> None:
+    now = [0.0]
+    store = al.Store(tmp_path / "s")
+    with store.create_run(run_id="p", clock=lambda: now[0], durability="none") as w:
+        for t in (100.0, 101.0, 103.0, 110.0):               # the parent: 10 s in all
+            now[0] = t
+            w.emit("note", {})
+    with store.create_run(run_id="f", fork_of=("p", 2), clock=lambda: now[0],
+                          durability="none") as w:
+        for t in (1e6, 1e6 + 2.0):                             # forked 11 days later, runs 2 s
+            now[0] = t
+            w.emit("note", {})
+    fork = store.run("f")
+    assert fork.summary()["duration_ms"].iloc[0] == (103.0 - 100.0 + 2.0) * 1000
+    assert store.runs().set_index("run_id").loc["f", "duration_ms"] == 5000.0
+    assert al.diff(store.run("p"), fork).usage.loc["duration_ms", "b"] == 5000.0
+    assert store.run("p").summary()["duration_ms"].iloc[0] == 10000.0
