@@ -329,6 +329,8 @@ def test_catalog_lookups_are_memoised(monkeypatch: pytest.MonkeyPatch) -> None:
         return real(model_ref, *args)
 
     pricing.cost("gpt-4o-mini", CACHED, when=WHEN)  # make sure the snapshot is the memo's
+    # not looked up yet, whatever ran before
+    monkeypatch.delitem(pricing._lookups, ("claude-3-5-haiku-latest", None), raising=False)
     monkeypatch.setattr(snap, "find_provider_model", counting)
     for _ in range(5):
         pricing.cost("gpt-4o-mini", CACHED, when=WHEN)
