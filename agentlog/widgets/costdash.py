@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ._kernel import in_kernel, show_objects
+from .options import OPTIONS
 from .html import fmt_int, fmt_usd, grid, header, obj_repr, section, sections, table
 
 if TYPE_CHECKING:
@@ -326,5 +327,5 @@ class CostDashboard:
             show_objects(fig, html_text=None)
             show_objects(html_text=obj_repr("", "", self.table_html(name)))
 
-    def _repr_html_(self) -> str:
-        return self.html()
+    def _repr_html_(self) -> str | None:
+        return self.html() if OPTIONS["display"] == "html" else None

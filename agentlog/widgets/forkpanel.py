@@ -125,7 +125,7 @@ def _decision_of(run: Run, seq: int) -> tuple[int, Any] | None:
     event = run.event(seq)
     if event.type in (APPROVAL_GRANTED, APPROVAL_DENIED):
         request = event.payload.get("request", event.caused_by)
-        return int(request), event
+        return None if request is None else (int(request), event)
     if event.type == APPROVAL_REQUESTED:
         for later in run.iter_events(start=seq + 1):
             if later.type in (APPROVAL_GRANTED, APPROVAL_DENIED) and later.payload.get("request") == seq:
@@ -400,7 +400,8 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
 
     def _first_seq(self) -> int:
         """The first approval decision, else the last event (from the type column: no payloads)."""
-        types = self.run.table().column("type").to_pylist()
+        from ..analysis.tables import event_table  # cached per run
+        types = event_table(self.run).column("type").to_pylist()
         for seq, type_ in enumerate(types):
             if type_ in (APPROVAL_GRANTED, APPROVAL_DENIED):
                 return seq
@@ -544,9 +545,7 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         try:
             new = execute_plan(self.run, plan, self.program, clock=self.clock)
             self._step(2, f"comparing {self.run.id} with {new.id}…")
-            from .diffview import DiffView  # imported late: it pulls in plotly
-            view = DiffView(self.run, new)
-            shown = _widget_of(view)
+            self._show_result(new)
         except Exception as exc:
             notes = "; ".join(getattr(exc, "__notes__", []))
             self._show_errors([f"{self._where()}: the fork failed: {type(exc).__name__}: {exc}"
@@ -555,14 +554,20 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
             raise
         finally:
             self.button.disabled = self.error is not None
-        self.new_run, self.diff_view = new, view
+        self._step(3, f"forked: {new.id}")
+        return new
+
+    def _show_result(self, new: Run) -> None:
+        """The new run's card and its DiffView against the parent, below the controls."""
+        from .diffview import DiffView  # imported late: it pulls in plotly
+        view = DiffView(self.run, new)
+        shown = _widget_of(view)
         card = widgets.HTML(new._repr_html_() or html.escape(repr(new)))
         self.result.children = [widgets.HTML(f"<b>new run</b> <code>{html.escape(new.id)}</code> "
                                              f"({html.escape(str(new.status))}, {len(new)} events)"),
                                 card, shown if isinstance(shown, widgets.Widget) else widgets.HTML(
                                     getattr(view, "_repr_html_", lambda: "")() or "")]
-        self._step(3, f"forked: {new.id}")
-        return new
+        self.new_run, self.diff_view = new, view
 
     def _on_click(self, _button: Any) -> None:
         # Whatever fails is already in the panel's error area, with the run id and seq.

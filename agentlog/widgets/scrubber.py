@@ -77,8 +77,10 @@ def payload_html(payload: Mapping[str, Any], *, limit: int = PAYLOAD_LIMIT) -> s
             return f"<blob {obj.digest[:19]}… {int(obj.size):,} bytes {obj.media_type}>"
         if isinstance(obj, Mapping):
             return dict(obj)
-        if isinstance(obj, (list, tuple)) or hasattr(obj, "tolist"):
+        if isinstance(obj, (list, tuple)):
             return list(obj)
+        if hasattr(obj, "tolist"):  # numpy scalars and arrays
+            return obj.tolist()
         return repr(obj)
 
     try:
@@ -89,8 +91,7 @@ def payload_html(payload: Mapping[str, Any], *, limit: int = PAYLOAD_LIMIT) -> s
         text = f"{text[:limit]}\n… {len(text) - limit:,} more characters"
     out = [f'<pre class="al-sc-payload">{_e(text)}</pre>']
     if blobs:
-        from .statetree import render_state as tree
-        out.append(tree({f"blob {i}": b for i, b in enumerate(blobs)}, label="blobs"))
+        out.append(render_state({f"blob {i}": b for i, b in enumerate(blobs)}, label="blobs"))
     return "".join(out)
 
 

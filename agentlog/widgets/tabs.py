@@ -130,6 +130,11 @@ def _html_view(text: str | None, fallback: str) -> widgets.Widget:
     return widgets.HTML(text if text is not None else f"<pre>{_e(fallback)}</pre>")
 
 
+def _verify_view(run: Run) -> widgets.Widget:
+    report = run.verify()  # reads every event: once
+    return _html_view(report._repr_html_(), repr(report))
+
+
 class RunTabs(widgets.Tab):  # type: ignore[misc]
     """The tabs of :func:`show`; a tab's view is built when it is first selected.
 
@@ -149,18 +154,16 @@ class RunTabs(widgets.Tab):  # type: ignore[misc]
             "Scrub": lambda: self._keep("Scrub", run.scrub(reducers=reducers, start=start)),
             "Cost": lambda: self._keep("Cost", run.cost_dashboard()),
             "Graph": lambda: _graph_view(run),
-            "Verify": lambda: _html_view(run.verify()._repr_html_(), repr(run.verify())),
+            "Verify": lambda: _verify_view(run),
         }
         placeholders = [widgets.HTML(f"<p class='al-muted'>loading {t.lower()}…</p>") for t in TABS]
         super().__init__(children=placeholders, titles=TABS)
         self.add_class("agentlog-show")
-        self.observe(self._on_select, names="selected_index")
-        self.build("Overview")
         if tab not in TABS:
             raise ValueError(f"no tab {tab!r}; the tabs are {', '.join(TABS)}")
-        self.selected_index = TABS.index(tab)
-        if tab != "Overview":
-            self.build(tab)
+        self.observe(self._on_select, names="selected_index")
+        self.build("Overview")
+        self.selected_index = TABS.index(tab)  # builds that tab (the observer)
 
     def __repr__(self) -> str:
         return f"<RunTabs {self.run.id} built={sorted(self.built)}>"
