@@ -62,7 +62,8 @@ list the events of its span.
     md("""
 ## The approval request
 
-Find the `approval.requested` event: what the agent wanted to do, and why.
+Find the `approval.requested` event: the action the agent wanted to take, and `reason`, the
+policy that required a person's approval for it (not the model's reasoning; that is next).
 """),
     code('''\
 events = run.events
@@ -71,30 +72,41 @@ request.seq, request.payload["action"], request.payload["reason"]'''),
     md("""
 ## Its cause chain
 
-The request records the model's reasoning; the model output that triggered it is the last
-`llm.response` before it whose tool call names the same tool. From there, `caused_by` leads
-to the request the model answered, and that request's messages hold the tool results the
-model had read (the orders-db CPU at 93%, the runbook).
+Why the agent wanted the restart is in the model response that proposed it. The request's
+`caused_by` points at that `llm.response` when the runtime recorded it; when it is `None`
+(older logs), the cell below looks back for the last `llm.response` whose tool call names the
+action's tool, and says which way it found it. The response's `caused_by` is the
+`llm.request` it answered. That request has no cause of its own (`caused_by=None`), so the
+chain ends there.
 """),
     code('''\
 def model_output_behind(run, request):
-    """The last llm.response before `request` that asked for the same tool."""
+    """The llm.response that proposed the request's action, and how it was found."""
+    if request.caused_by is not None:
+        return run.event(request.caused_by), "caused_by"
     tool = request.payload["action"]["tool"]
-    for seq in range(request.seq - 1, -1, -1):
+    for seq in range(request.seq - 1, -1, -1):  # no caused_by: look back for the proposal
         event = run.event(seq)
-        calls = event.payload.get("message", {}).get("tool_calls") or [] if event.type == "llm.response" else []
+        if event.type != "llm.response":
+            continue
+        calls = event.payload["message"].get("tool_calls") or []
         if any(call["function"]["name"] == tool for call in calls):
-            return event
+            return event, "looking back for the llm.response that calls " + tool
+    raise LookupError("no llm.response proposed this action")
 
-answer = model_output_behind(run, request)
+answer, how = model_output_behind(run, request)
 llm_request = run.event(answer.caused_by)
-chain = [request, answer, llm_request]
-for event in chain:
+print("model response found by", how)
+for event in [request, answer, llm_request]:
     print(f"seq {event.seq:>3}  {event.type:<20} caused_by={event.caused_by}")
 print()
 print(answer.payload["message"]["content"])'''),
+    md("""
+The `llm.request`'s messages are the conversation so far, so the tool results recorded before
+it are what the model had read when it decided (the orders-db CPU at 93%, the deploy, the
+runbook):
+"""),
     code('''\
-# the tool results the model had seen when it decided
 seen = [e for e in run.iter_events(stop=llm_request.seq) if e.type == "tool.result"]
 [(e.seq, e.payload["name"], e.payload["result"]) for e in seen][-3:]'''),
     md("And who decided, after how long:"),
@@ -143,9 +155,10 @@ tabs; here on the *Graph* tab).
     md("""
 ## Provenance: from a claim back to its source document
 
-Every object carries `provenance = {actor, event, caused_by}`. Walk it back: the claim → the
-model answer that extracted it → the request that answer was for, whose messages hold the
-document → the `read_document` tool result that fetched it.
+Every object carries `provenance = {actor, event, caused_by}`. Start at the event that created
+the claim and follow `caused_by`: the model answer that extracted the claim, then the
+`llm.request` that answer was for. That request has no recorded cause (`caused_by=None`), so
+the walk stops there.
 """),
     code('''\
 final = run.state_at(len(run) - 1)
@@ -157,16 +170,23 @@ while seq is not None:
     chain.append(event)
     seq = event.caused_by
 [(e.seq, e.type, e.actor) for e in chain]'''),
+    md("""
+The document is not on that chain: the claim names its document object, and the cell below
+matches the document's URL against the `read_document` tool results recorded before the
+request (the latest one is the read the model had in its messages).
+"""),
     code('''\
+def as_text(value):
+    # a long string is stored once as a blob and comes back as a BlobRef: .text() reads and checks it
+    return value.text() if isinstance(value, al.BlobRef) else value
+
 document = final["objects"][claim["data"]["document"]]
 url = document["data"]["url"]
 request = chain[-1]
 read = next(e for e in reversed(list(run.iter_events(stop=request.seq)))
             if e.type == "tool.result" and e.payload["name"] == "read_document"
             and e.payload["result"]["url"] == url)
-result = read.payload["result"]
-# large results are stored once as a blob (a BlobRef): .text() reads and checks it
-text = result.text() if hasattr(result, "text") and callable(result.text) else result["text"]
+text = as_text(read.payload["result"]["text"])
 print(f"document {document['id']} (created at seq {document['provenance']['event']}), read at seq {read.seq}")
 print(text[:400])'''),
     code('''\
@@ -181,8 +201,12 @@ FORK = [
 
 `refunds-0001` is a refunds agent. A €840 refund for ORD-91277 needed a person's approval,
 and `j.keller` denied it. What would have happened if it had been approved? Fork the run at
-the denial with the decision changed, let the agent go on, and compare the two runs. Every
-model and tool call before the cut is served from the log: it is not paid for again.
+the denial with the decision changed, let the agent go on, and compare the two runs.
+
+A fork pays only for requests that are new. Its events up to the cut are the parent's
+(referenced, not run again). After the cut, a model or tool call whose request is identical to
+one the parent recorded (the same cache key) is answered from the parent's log at zero cost;
+its tokens still count as recorded usage. Only new requests go out live and are paid for.
 """),
     code(SETUP),
     code('''\
@@ -195,7 +219,8 @@ denial.seq, denial.payload'''),
 
 The scrubber and the fork panel are linked: move the slider and the panel selects that event.
 The panel is on the denial, with the edit *decide the approval otherwise*; its JSON editor is
-set to approve. Press **Fork**: the new run and its diff with the parent appear below.
+set to approve. Press **Fork**: the new run and its diff with the parent appear below (and
+the new run is written into `store`, like the fork in the next section).
 """),
     code('''\
 scrubber = al.widgets.Scrubber(run, start=denial.seq - 1)
@@ -210,6 +235,10 @@ display(scrubber, panel)'''),
 
 Fork just before the decision (the fork waits for the approval request, as the run did),
 approve, and resume. The prefix is the parent's: the same hashes.
+
+Each time this cell runs it writes a new fork into `store`, with a generated id (a timestamp and
+a random suffix), next to the bundled fork `refunds-0001-approve`. Notebook 04, run on the
+same store, includes it in its tables.
 """),
     code('''\
 fork = al.fork(run, at=denial.seq - 1, program=program)
@@ -219,17 +248,40 @@ fork.status, len(fork), fork.parent.id, fork.fork_seq'''),
     code('''\
 same = (run.events.hash.iloc[: denial.seq].tolist() == fork.events.hash.iloc[: denial.seq].tolist())
 same'''),
+    md("""
+## What the fork paid for
+
+The fork's own model calls, after the cut. The first answers the approval, a request the
+parent never made: it went out live and was paid for. The next ticket (T-5103, the broken
+kettle) goes as in the parent, with identical requests, so those calls were served from the
+parent's log:
+`source=log`, `cost_source=cache`, `cost_usd=0`, and `served_from_seq` is the parent's event.
+"""),
+    code('''\
+import pandas as pd
+
+calls = fork.llm_calls()
+own = calls[calls.seq > fork.fork_seq]  # the fork's own part, after the cut
+own[["seq", "source", "cost_source", "cost_usd", "served_from_seq"]]'''),
+    md("Served calls keep their recorded tokens but cost nothing. (Tool calls are served the same "
+       "way: see `fork.tool_calls()`.)"),
+    code('own.groupby("source")[["input_tokens", "output_tokens", "cost_usd"]].sum()'),
     md("## Compare\n\n`DiffView` aligns the two runs after the shared prefix and marks the first divergence."),
     code("view = al.widgets.DiffView(run, fork)\nview"),
     code("view.divergence_seq"),
-    md("## What the change cost"),
+    md("""
+## What the change cost
+
+`d.usage` compares the two runs as read, the shared prefix included: `a` is the parent, `b`
+the fork. `b` counts the prefix at the parent's recorded cost plus the fork's own calls: the
+live one at its price, the served ones with their tokens but at $0. So the fork used about as
+many tokens as the parent but cost less. (The parent's `duration_ms` includes the 30 minutes
+it waited for j.keller's decision; the fork was approved at once.)
+"""),
     code('''\
 d = al.diff(run, fork)
-d.usage'''),
-    code('''\
-import pandas as pd
-pd.DataFrame({"refunds-0001": run.cost(by="model").sum(numeric_only=True),
-              "fork": fork.cost(by="model").sum(numeric_only=True)})'''),
+with pd.option_context("display.float_format", "{:,.10g}".format):  # no scientific notation
+    display(d.usage.round(6))'''),
 ]
 
 COST = [
@@ -244,7 +296,12 @@ Hive-partitioned dataset that DuckDB reads as it is.
     md("## One run"),
     code('run = store.run("diligence-0001")\nrun.cost(by="model")'),
     code("al.widgets.CostDashboard(run)"),
-    md("## The whole store"),
+    md("""
+## The whole store
+
+The bundled sample runs, plus any fork you made in notebook 03 if it ran on this same store
+(`$AGENTLOG_STORE`): those have generated ids.
+"""),
     code("store.runs()"),
     code('store.cost(by=["run", "model"])'),
     code("al.widgets.CostDashboard(store)"),
@@ -276,12 +333,22 @@ store.sql("""
     from events where type = 'tool.result'
     group by all order by run_id, calls desc
 """)'''),
-    md("A fork pays only for what it ran after the cut: compare a fork with its parent."),
+    md("""
+A fork stores only its own events, after the cut, and pays only for requests that are new:
+a model call whose request is identical to one its parent recorded (the same cache key) is
+answered from the parent's log at zero cost, with `served_from_seq` in its payload. Its
+tokens still count as recorded usage. Compare the bundled fork with its parent:
+"""),
     code('''\
 store.sql("""
-    select run_id, count(*) as own_events, round(sum(cost_usd), 6) as own_cost_usd
+    select run_id, count(*) as own_events,
+           count(*) filter (where type = 'llm.response') as llm_calls,
+           count(*) filter (where type = 'llm.response'
+                            and json_extract(payload, '$.served_from_seq') is not null)
+               as served_from_log,
+           sum(input_tokens) as input_tokens, round(sum(cost_usd), 6) as own_cost_usd
     from events where run_id in ('refunds-0001', 'refunds-0001-approve')
-    group by run_id
+    group by run_id order by run_id
 """)'''),
 ]
 
