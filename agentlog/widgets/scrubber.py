@@ -197,6 +197,8 @@ class Scrubber(KernelView):
         if state is None:
             state = self.run.state_at(seq, reducers=self.reducers)
             self._keep(seq, state)
+        else:
+            self._states.move_to_end(seq)  # least recently used goes first
         return state
 
     def _keep(self, seq: int, state: State) -> None:
