@@ -27,7 +27,7 @@ from ..event import FORK_STARTED, HTTP_RESPONSE, LLM_RESPONSE, STATE_PATCH, TOOL
 from .recorder import Recorder
 from .replay import recorded_inputs
 from .session import Program, Stopped, drive, program_reducers, resolve_store
-from .sinks import ReplaySink, ResponseCache, Served, WriterSink
+from .sinks import ReplaySink, ResponseCache, Served, WriterSink, recorded_by
 
 __all__ = ["Edit", "PatchState", "ReplaceInput", "ReplaceResponse", "fork", "patch_state",
            "replace_input", "replace_response"]
@@ -173,6 +173,7 @@ def fork(run: Any, at: int, *, program: Program, edit: Edit | Iterable[Edit] | N
                          caused_by=started.seq)
 
     sink = ReplaySink(run.iter_events(stop=at + 1), run_id=run.id, prefix=at + 1, after=after,
+                      recorded_by=recorded_by(run),
                       on_cut=at_cut)
     inputs = next((e.inputs for e in edits if isinstance(e, ReplaceInput)), recorded_inputs(run))
     rec = Recorder(sink, inputs=inputs, reducers=program_reducers(program, reducers),

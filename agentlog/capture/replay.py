@@ -17,7 +17,7 @@ from ..event import RUN_STARTED
 from .divergence import Divergence
 from .recorder import Recorder
 from .session import Program, Stopped, drive, program_reducers, resolve_store
-from .sinks import Interrupted, ReplaySink, ResponseCache, WriterSink
+from .sinks import Interrupted, ReplaySink, ResponseCache, WriterSink, recorded_by
 
 __all__ = ["ReplayMode", "ReplayResult", "assert_replays", "recorded_inputs", "replay"]
 
@@ -76,7 +76,7 @@ def recorded_inputs(run: Any) -> Any:
 
 
 def _strict(program: Program, run: Any, reducers: Any) -> ReplayResult:
-    sink = ReplaySink(run.iter_events(), run_id=run.id, prefix=len(run))
+    sink = ReplaySink(run.iter_events(), run_id=run.id, prefix=len(run), recorded_by=recorded_by(run))
     rec = Recorder(sink, inputs=recorded_inputs(run), reducers=program_reducers(program, reducers))
     divergence, result = None, None
     try:

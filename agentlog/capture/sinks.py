@@ -28,12 +28,13 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ..errors import DivergenceError
-from ..event import (APPROVAL_DENIED, APPROVAL_GRANTED, ERROR, HTTP_RESPONSE, LLM_RESPONSE,
+from ..event import (APPROVAL_DENIED, APPROVAL_GRANTED, ERROR, FORK_STARTED, HTTP_RESPONSE, LLM_RESPONSE,
                      SPAN_ENDED, TOOL_RESULT, USAGE_FIELDS, BlobRef, Event)
 from .divergence import Divergence, differing_fields, payload_diff
 
 __all__ = ["BUDGET_SET", "EXTERNAL_TYPES", "INTERRUPTED", "RESPONSE_TYPES", "Interrupted",
-           "ReplaySink", "ResponseCache", "Served", "Sink", "WriterSink", "is_interruption"]
+           "ReplaySink", "ResponseCache", "Served", "Sink", "WriterSink", "is_interruption",
+           "recorded_by"]
 
 #: Event types that answer a call, and so can be served from a log. ``error`` answers a call
 #: that failed: replay fails it the same way.
@@ -111,6 +112,16 @@ class Sink(Protocol):
     def external(self) -> list[Event] | None: ...
 
     def close(self, status: str) -> None: ...
+
+
+def recorded_by(run: Any) -> Callable[[int], str]:
+    """``seq -> the id of the run whose own events hold it``: a fork's prefix was recorded by its
+    parent (and that parent's prefix by its own parent)."""
+    owners: list[tuple[int, str]] = []  # (first own seq, run id), the run itself first
+    while run is not None:
+        owners.append((0 if run.fork_seq is None else run.fork_seq + 1, run.id))
+        run = run.parent
+    return lambda seq: next((rid for start, rid in owners if seq >= start), owners[-1][1])
 
 
 def _usage(event: Event) -> dict[str, Any]:
@@ -211,25 +222,36 @@ class ReplaySink:
             extra event is a divergence).
         on_cut: called once, just before the first event past the prefix is emitted (a fork
             writes ``fork.started`` and its edits there).
+        recorded_by: ``seq -> the id of the run that recorded it`` (:func:`recorded_by`): the
+            idempotency keys of a fork's prefix were made by its ancestors.
+
+    A recorded ``fork.started`` inside the prefix is taken as recorded, not compared, when the
+    program emits its next event: ``al.fork`` wrote it there, not the program (so a fork, and a
+    fork of a fork, replays through the cut).
     """
 
     def __init__(self, recorded: Iterable[Event], *, run_id: str, prefix: int,
                  after: WriterSink | None = None,
-                 on_cut: Callable[[], None] | None = None) -> None:
+                 on_cut: Callable[[], None] | None = None,
+                 recorded_by: Callable[[int], str] | None = None) -> None:
         self._recorded = iter(recorded)
         self._ahead: Event | None = None
         self.prefix = prefix
         self.after = after
         self.on_cut = on_cut
         self.recorded_run_id = run_id
+        self.recorded_by = recorded_by
         self.observer: Observer | None = None
         self.pos = 0
         self.served = 0
 
     @property
     def run_id(self) -> str:
-        """The recorded run's id inside the prefix (so idempotency keys match), then the new run's."""
+        """Inside the prefix, the id of the run that recorded the next event (so idempotency keys
+        match); then the new run's."""
         if self.in_prefix or self.after is None:
+            if self.recorded_by is not None and self.in_prefix:
+                return self.recorded_by(self.pos)
             return self.recorded_run_id
         return self.after.run_id
 
@@ -252,6 +274,8 @@ class ReplaySink:
         return self._ahead
 
     def emit(self, type: str, payload: Mapping[str, Any], **fields: Any) -> Event:
+        if self.in_prefix and (ahead := self._peek()) is not None and ahead.type == FORK_STARTED:
+            self._accept(ahead)  # al.fork wrote it just before the program's next event
         if not self.in_prefix:
             return self._emit_after(type, payload, **fields)
         expected = self._peek()

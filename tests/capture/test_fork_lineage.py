@@ -1,0 +1,42 @@
+"""Forks of forks, and strict replay of forks: a fork's prefix was recorded by its ancestors,
+and the fork.started that al.fork wrote at the cut is not the program's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import agentlog as al
+
+
+@pytest.fixture
+def samples(tmp_path: Any) -> Any:
+    return al.examples.sample_store(copy_to=tmp_path / "s")
+
+
+def test_strict_replay_of_a_fork_goes_through_its_cut(samples: Any) -> None:
+    fork = samples.run("refunds-0001-approve")
+    assert any(e.type == "fork.started" for e in fork.iter_events(start=fork.fork_seq + 1))
+    result = al.replay(al.examples.program("refunds"), fork)
+    assert result.ok, str(result)
+
+
+@pytest.mark.parametrize("at", [40, 90])  # inside the grandparent's part; past the parent's cut
+def test_a_fork_of_a_fork(samples: Any, at: int) -> None:
+    parent = samples.run("refunds-0001-approve")
+    fork = al.fork(parent, at, program=al.examples.program("refunds"))
+    assert fork.verify().ok
+    assert [e.hash for e in fork.iter_events(stop=at + 1)] == \
+        [e.hash for e in parent.iter_events(stop=at + 1)]
+    keys = [e.payload["idempotency_key"] for e in fork.iter_events(stop=at + 1) if e.type == "tool.call"]
+    owners = {k.split(":")[0] for k in keys}
+    assert owners == ({"refunds-0001"} if at <= parent.fork_seq else {"refunds-0001", parent.id})
+
+
+def test_recorded_by_names_the_run_that_holds_each_seq(samples: Any) -> None:
+    from agentlog.capture.sinks import recorded_by
+    fork = samples.run("refunds-0001-approve")
+    owner = recorded_by(fork)
+    assert owner(0) == owner(fork.fork_seq) == "refunds-0001"
+    assert owner(fork.fork_seq + 1) == owner(len(fork) - 1) == fork.id
