@@ -27,6 +27,7 @@ The planning is pure (:func:`plan_fork`); the widget only binds it to traits.
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 import json
 from collections.abc import Callable, Mapping
@@ -122,6 +123,11 @@ def _dumps(value: Any) -> str:
 
 def _decision_of(run: Run, seq: int) -> tuple[int, Any] | None:
     """The request seq and the decision event for an approval event at ``seq``."""
+    return _decision_at(run, len(run), seq)
+
+
+@functools.lru_cache(maxsize=64)  # validate() asks on every keystroke; a request scans the run
+def _decision_at(run: Run, count: int, seq: int) -> tuple[int, Any] | None:
     event = run.event(seq)
     if event.type in (APPROVAL_GRANTED, APPROVAL_DENIED):
         request = event.payload.get("request", event.caused_by)
