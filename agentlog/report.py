@@ -157,15 +157,10 @@ def _plotly_js() -> str:
 # --- parts -------------------------------------------------------------------------------------------
 
 
-def _records(frame: Any) -> list[dict[str, Any]]:
-    from .widgets.html import _records as records
-    return records(frame)
-
-
 def _summary_card(run: Run) -> str:
     from .analysis.cost import cost
     from .analysis.tables import summary
-    from .widgets.html import run_card
+    from .widgets.html import _records, run_card
     row = _records(summary(run))[0]
     by_model = [r for r in _records(cost(run, ("model",))) if r.get("llm_calls")]
     return run_card(row, by_model)
@@ -294,6 +289,7 @@ def _side_by_side(d: RunDiff) -> str:
     """Run a and run b in two columns, aligned, coloured by status, from the shared prefix's
     last events to :data:`DIFF_ROWS` rows after the divergence."""
     from .analysis.tables import event_table
+    from .widgets.html import _missing
     ta, tb = event_table(d.a), event_table(d.b)
     rows = []
     for seq in range(max(0, d.prefix - CONTEXT_ROWS), d.prefix):
@@ -307,12 +303,12 @@ def _side_by_side(d: RunDiff) -> str:
     frame = d.table()
     records = frame.head(DIFF_ROWS).to_dict(orient="records")
     for r in records:
-        sa = None if _na(r["seq_a"]) else int(r["seq_a"])
-        sb = None if _na(r["seq_b"]) else int(r["seq_b"])
-        name = None if _na(r["name"]) else r["name"]
+        sa = None if _missing(r["seq_a"]) else int(r["seq_a"])
+        sb = None if _missing(r["seq_b"]) else int(r["seq_b"])
+        name = None if _missing(r["name"]) else r["name"]
         shown_name = name if name and len(str(name)) < 40 else None  # keys (64 hex) are noise
         cell_a, cell_b = _event_cell(ta, sa, shown_name), _event_cell(tb, sb, shown_name)
-        if r["status"] == "changed" and not _na(r["summary"]):
+        if r["status"] == "changed" and not _missing(r["summary"]):
             cell_b += f'<div class="al-change">{_e(r["summary"])}</div>'
         label = {"only_a": "only in a", "only_b": "only in b"}.get(r["status"], r["status"])
         rows.append(_sbs_row(r["status"], label, sa, sb, cell_a, cell_b))
@@ -325,13 +321,8 @@ def _side_by_side(d: RunDiff) -> str:
     return f'<table class="al-sbs">{head}<tbody>{"".join(rows)}</tbody></table>'
 
 
-def _na(value: Any) -> bool:
-    from .widgets.html import _missing
-    return _missing(value)
-
-
 def _diff_section(d: RunDiff) -> str:
-    from .widgets.html import grid, table
+    from .widgets.html import _records, fmt_num, grid, table
     c = d.counts
     facts = [(f"run {k}", f"{r.id}" + (f" ({r.name})" if r.name else "") + f", {len(r):,} events")
              for k, r in (("a", d.a), ("b", d.b))]
@@ -340,7 +331,8 @@ def _diff_section(d: RunDiff) -> str:
         facts.append(("first divergence", f"seq {d.divergence}"))
         facts.append(("after it", (f"{c['matched']:,} matched, {c['changed']:,} changed, "
                                    f"{c['only_a']:,} only in a, {c['only_b']:,} only in b")))
-    usage = [(str(m), _num(v["a"]), _num(v["b"]), _num(v["delta"], sign=True)) for m, v in d.usage.iterrows()]
+    usage = [(str(m), fmt_num(v["a"]), fmt_num(v["b"]), fmt_num(v["delta"], sign=True))
+             for m, v in d.usage.iterrows()]
     legend = ('<div class="al-legend al-note"><span style="background:#fffbeb">changed</span>'
               '<span style="background:#fef2f2">only in a</span><span style="background:#f0fdf4">only in b</span>'
               "<span>matched (grey): same step, same content</span></div>")
@@ -358,12 +350,6 @@ def _diff_section(d: RunDiff) -> str:
                                                      [(g.get("what"), g.get("id"), g.get("change"),
                                                        g.get("detail")) for g in graph]) + "</div>")
     return "".join(parts)
-
-
-def _num(value: float, *, sign: bool = False) -> str:
-    text = f"{value:+,.6f}" if sign else f"{value:,.6f}"
-    text = text.rstrip("0").rstrip(".")
-    return "0" if text in ("+0", "-0") else text
 
 
 # --- the page ----------------------------------------------------------------------------------------

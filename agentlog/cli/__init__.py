@@ -33,8 +33,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return (and, as a console script, exit with) its exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        result = cli.main(args=args, prog_name="agentlog", standalone_mode=False)
-    except click.exceptions.Exit as exc:  # --help, --version
+        # not cli.main(): it turns a closed stdout (EPIPE) into sys.exit(1) before we see it
+        with cli.make_context("agentlog", args) as ctx:
+            result = cli.invoke(ctx)
+    except click.exceptions.Exit as exc:  # --help, --version, a command's own exit code
         return int(exc.exit_code)
     except click.ClickException as exc:  # usage errors: click's own message and exit code 2
         exc.show()
@@ -42,9 +44,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. agentlog export RUN -o - | head: the reader left
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 0
-    except click.exceptions.Abort:
-        click.echo("agentlog: error: interrupted", err=True)
-        return int(ExitCode.INTERRUPTED)
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - one line, mapped to a code
         return report_error(exc)
     return int(result or 0)

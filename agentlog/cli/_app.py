@@ -4,20 +4,29 @@ from __future__ import annotations
 
 import click
 
-from ._util import options
+from ._util import options, store_option
 
 __all__ = ["cli"]
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-@click.group(context_settings=CONTEXT)
-@click.option("--store", "store_path", metavar="PATH", envvar="AGENTLOG_STORE", show_envvar=True,
-              help="The store folder (default: $AGENTLOG_STORE, else ./agentlog-runs).")
+class Group(click.Group):
+    """The ``agentlog`` group: every command it gets also takes ``--store PATH`` after its name."""
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        """Register ``cmd`` with a ``--store`` option of its own (set after the group's)."""
+        if not any(isinstance(p, click.Option) and "--store" in p.opts for p in cmd.params):
+            store_option()(cmd)
+        super().add_command(cmd, name)
+
+
+@click.group(cls=Group, context_settings=CONTEXT)
+@store_option(envvar="AGENTLOG_STORE")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars or remarks on stderr.")
 @click.option("--debug", is_flag=True, help="Show the traceback of an error.")
 @click.version_option(package_name="agentlog", prog_name="agentlog")
-def cli(store_path: str | None, quiet: bool, debug: bool) -> None:
+def cli(quiet: bool, debug: bool) -> None:
     """agentlog: record, replay, fork and inspect AI-agent runs.
 
     RUN is a run id, a unique prefix of one, or the path of a run folder
@@ -45,6 +54,5 @@ def cli(store_path: str | None, quiet: bool, debug: bool) -> None:
       6    unexpected error (--debug shows the traceback)
       130  interrupted
     """
-    options.store_path = store_path
     options.quiet = quiet
     options.debug = debug

@@ -7,13 +7,14 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from importlib import resources
 from pathlib import Path
 
 import click
 
 from ._app import cli
-from ._util import ExitCode, fail, options, progress
+from ._util import ExitCode, fail, options, output_file, progress, writing
 
 __all__ = ["notebook_source"]
 
@@ -76,8 +77,9 @@ def demo_command(record: bool, no_lab: bool, report_path: str, nb_path: str, por
     Exits 1 if a run does not verify.
     """
     from ..report import write_report
-    from ._inspect import runs_table
+    from ._inspect import runs_table, verify_id
 
+    report_file = output_file(report_path)
     store = options.store()
     done = [_fill_store(store.path, record)]
     frame = store.runs()
@@ -85,20 +87,26 @@ def demo_command(record: bool, no_lab: bool, report_path: str, nb_path: str, por
     click.echo(runs_table(frame).to_string(index=False))
 
     click.echo("\nverify:")
-    bad = 0
-    for rid in progress(store.list_runs(), desc="verify", unit="run"):
-        rep = store.run(rid, exact=True).verify()
-        bad += not rep.ok
-        click.echo(f"  {rep}")
-    done.append(f"verified {len(frame)} runs: " + ("all ok" if not bad else f"{bad} with problems"))
-
+    ok: list[str] = []
     ids = store.list_runs()
-    a, b = REPORT_RUNS if all(r in ids for r in REPORT_RUNS) else (ids[0], None)
-    run_a = store.run(a, exact=True)
-    run_b = store.run(b, exact=True) if b else None
-    with progress(total=None, desc="report", unit="step") as bar:
-        report = write_report(run_a, Path(report_path), vs=run_b, progress=lambda _: bar.update())
-    done.append(f"wrote the report of {a}" + (f" vs {b}" if b else "") + f" to {report.resolve()}")
+    for rid in progress(ids, desc="verify", unit="run"):
+        rep = verify_id(store, rid)  # a damaged run is reported; the demo goes on
+        if rep.ok:
+            ok.append(rid)
+        click.echo(textwrap.indent(str(rep), "  "))
+    bad = len(ids) - len(ok)
+    done.append(f"verified {len(ids)} runs: " + ("all ok" if not bad else f"{bad} with problems"))
+
+    report: Path | None = None
+    a, b = REPORT_RUNS if all(r in ok for r in REPORT_RUNS) else (ok[0] if ok else None, None)
+    if a is None:
+        done.append("no run verified ok: no report written")
+    else:
+        run_b = store.run(b, exact=True) if b else None
+        with progress(total=None, desc="report", unit="step") as bar, writing(report_file):
+            report = write_report(store.run(a, exact=True), report_file, vs=run_b,
+                                  progress=lambda _: bar.update())
+        done.append(f"wrote the report of {a}" + (f" vs {b}" if b else "") + f" to {report.resolve()}")
 
     source = notebook_source()
     nb_dir = Path(nb_path).resolve()
@@ -116,7 +124,10 @@ def demo_command(record: bool, no_lab: bool, report_path: str, nb_path: str, por
     click.echo("\ndone:")
     for line in done:
         click.echo(f"  - {line}")
-    click.echo(f"  next: agentlog --store {store.path} show sre-0001, or open {report.name} in a browser")
+    if report is None:
+        click.echo(f"  next: agentlog --store {store.path} verify --all")
+    else:
+        click.echo(f"  next: agentlog --store {store.path} show {a}, or open {report.name} in a browser")
     if not no_lab:
         _lab(nb_dir, store.path, port)
     if bad:

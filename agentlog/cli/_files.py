@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from ._app import cli
-from ._util import ExitCode, echo_json, existing_file, fail, open_run, options, progress
+from ._util import (
+    ExitCode,
+    echo_json,
+    existing_file,
+    fail,
+    open_run,
+    options,
+    output_file,
+    progress,
+    writing,
+)
 
 if TYPE_CHECKING:
     from ..store.run import Run
@@ -40,8 +49,8 @@ def export_command(run: str, fmt: str, output: str | None, blobs: str | None) ->
         fail(ExitCode.BAD_INPUT, "--format html needs a file: -o FILE.html")
     if to_stdout and blobs is not None:
         fail(ExitCode.BAD_INPUT, "--blobs needs a file to export to (-o FILE), not stdout")
-    dest = None if to_stdout else Path(output or f"{r.id}{_SUFFIX[fmt]}")
-    with progress(total=1, desc=f"export {fmt}", unit="run") as bar:
+    dest = None if to_stdout else output_file(output or f"{r.id}{_SUFFIX[fmt]}")
+    with progress(total=1, desc=f"export {fmt}", unit="run") as bar, writing(dest):
         if fmt == "html":
             from ..report import write_report
             assert dest is not None
@@ -77,6 +86,7 @@ def import_command(file: str, fmt: str, name: str | None, source_run: str | None
                    blobs: str | None, as_json: bool) -> None:
     """Read FILE into the store as new runs; every imported run is verified."""
     from .. import interop
+    from ..errors import RunExistsError
 
     path = existing_file(file)
     store = options.store()
@@ -88,14 +98,18 @@ def import_command(file: str, fmt: str, name: str | None, source_run: str | None
         fail(ExitCode.BAD_INPUT, "--blobs applies to --format jsonl only")
     with progress(total=1, desc=f"import {fmt}", unit="file") as bar:
         runs: list[Run]
-        if fmt == "jsonl":
-            runs = [interop.import_jsonl(path, store, run_id=run_id, name=name, blobs=blobs)]
-        elif fmt == "otlp":
-            runs = list(interop.import_otlp(path, store, name=name))
-        elif fmt == "activegraph":
-            runs = [interop.import_activegraph(path, store, run=source_run, run_id=run_id, name=name)]
-        else:
-            runs = [interop.import_drangue(path, store, run=source_run, run_id=run_id, name=name)]
+        try:
+            if fmt == "jsonl":
+                runs = [interop.import_jsonl(path, store, run_id=run_id, name=name, blobs=blobs)]
+            elif fmt == "otlp":
+                runs = list(interop.import_otlp(path, store, name=name))
+            elif fmt == "activegraph":
+                runs = [interop.import_activegraph(path, store, run=source_run, run_id=run_id, name=name)]
+            else:
+                runs = [interop.import_drangue(path, store, run=source_run, run_id=run_id, name=name)]
+        except RunExistsError as exc:
+            fail(ExitCode.STORE, f"run {exc.run_id!r} already exists in {store.path}; import {file} "
+                                 "under another id: --run-id NEW")
         bar.update()
     if not runs:
         fail(ExitCode.BAD_INPUT, f"{file}: no traces to import")
@@ -126,8 +140,8 @@ def report_command(run: str, vs: str | None, output: str | None) -> None:
     store = options.store()
     r = open_run(run, store)
     other = open_run(vs, store) if vs else None
-    dest = Path(output or (f"{r.id}-vs-{other.id}.html" if other else f"{r.id}.html"))
-    with progress(total=None, desc="report", unit="step") as bar:
+    dest = output_file(output or (f"{r.id}-vs-{other.id}.html" if other else f"{r.id}.html"))
+    with progress(total=None, desc="report", unit="step") as bar, writing(dest):
         path = write_report(r, dest, vs=other, progress=lambda step: _step(bar, step))
     size = path.stat().st_size
     click.echo(f"report of run {r.id}" + (f" vs {other.id}" if other else "")

@@ -26,23 +26,19 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ..store.run import Run
+    from ..store.store import Store
     from ..store.verify import VerifyReport
 
-__all__ = ["runs_table", "verify_json"]
+__all__ = ["runs_table", "verify_id", "verify_json"]
 
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-
-
-def _usd(value: Any) -> str:
-    from ..widgets.html import fmt_usd
-    return fmt_usd(value)
 
 
 def runs_table(frame: pd.DataFrame) -> pd.DataFrame:
     """The columns of ``agentlog ls`` from ``store.runs()``: short, formatted for people."""
     import pandas as pd
 
-    from ..widgets.html import cut
+    from ..widgets.html import cut, fmt_usd
 
     def fork(row: Mapping[str, Any]) -> str:
         return "" if pd.isna(row["parent"]) else f"{row['parent']}@{row['fork_seq']}"
@@ -56,7 +52,7 @@ def runs_table(frame: pd.DataFrame) -> pd.DataFrame:
         "llm": frame["llm_calls"].astype("int64"),
         "tools": frame["tool_calls"].astype("int64"),
         "tokens": (frame["input_tokens"] + frame["output_tokens"]).astype("int64"),
-        "cost": [_usd(r["cost_usd"]) for r in records],
+        "cost": [fmt_usd(r["cost_usd"]) for r in records],
         "forked from": [fork(r) for r in records],
         "created": [r["created"].strftime("%Y-%m-%d %H:%M") if not pd.isna(r["created"]) else ""
                     for r in records],
@@ -93,7 +89,8 @@ def show_command(run: str, n_events: int, no_verify: bool, as_json: bool) -> Non
 
     r = open_run(run)
     report = None if no_verify else r.verify()
-    summary = frame_records(r.summary())[0]
+    summary_frame = r.summary()
+    summary = frame_records(summary_frame)[0]
     by_model = r.cost(by="model")
     by_model = by_model[by_model["llm_calls"] > 0]
     events = _events_frame(r, n_events) if n_events else None
@@ -104,7 +101,7 @@ def show_command(run: str, n_events: int, no_verify: bool, as_json: bool) -> Non
             out["events"] = frame_records(events)
         echo_json(out)
         return
-    click.echo(run_text(r.summary().to_dict(orient="records")[0]))
+    click.echo(run_text(summary_frame.to_dict(orient="records")[0]))
     if report is not None and not report.ok:
         click.echo(str(report))
     if not by_model.empty:
@@ -134,6 +131,18 @@ def _events_frame(run: Run, n: int) -> pd.DataFrame:
 # --- verify --------------------------------------------------------------------------------------
 
 
+def verify_id(store: Store, run_id: str) -> VerifyReport:
+    """Verify the run ``run_id`` of ``store``; a run that cannot be opened (its ``run.json`` is
+    damaged, its schema is newer) gets a report of that problem instead of stopping the caller."""
+    from ..errors import StoreError
+    from ..store.verify import unreadable_report
+
+    try:
+        return store.run(run_id, exact=True).verify()
+    except StoreError as exc:
+        return unreadable_report(run_id, exc)
+
+
 def verify_json(report: VerifyReport) -> dict[str, Any]:
     """A verify report as JSON-ready data."""
     return {"run_id": report.run_id, "ok": report.ok, "events": report.events, "head": report.head,
@@ -154,9 +163,6 @@ def verify_command(runs: Sequence[str], all_runs: bool, expect_head: str | None,
     Exits 1 if any run has a problem (the first bad seq is named) or its head is not
     --expect-head.
     """
-    from ..errors import StoreError
-    from ..store.verify import unreadable_report
-
     if bool(runs) == all_runs:
         fail(ExitCode.BAD_INPUT, "verify: give one or more RUNs, or --all")
     if expect_head is not None:
@@ -170,11 +176,7 @@ def verify_command(runs: Sequence[str], all_runs: bool, expect_head: str | None,
         ids = store.list_runs()
         if not ids:
             fail(ExitCode.NOT_FOUND, f"no runs in {store.path}")
-        for rid in progress(ids, desc="verify", unit="run"):
-            try:
-                reports.append(store.run(rid, exact=True).verify())
-            except StoreError as exc:
-                reports.append(unreadable_report(rid, exc))
+        reports.extend(verify_id(store, rid) for rid in progress(ids, desc="verify", unit="run"))
     else:
         for r in progress(list(open_runs(runs)), desc="verify", unit="run"):
             reports.append(r.verify())
@@ -236,6 +238,8 @@ def diff_command(run_a: str, run_b: str, limit: int, as_json: bool) -> None:
 
 def _print_diff(d: Any, limit: int) -> None:
     import pandas as pd
+
+    from ..widgets.html import cut, fmt_num
     label = {"a": d.a, "b": d.b}
     for k, r in label.items():
         click.echo(f"{k}: {r.id}" + (f" ({r.name})" if r.name else "") + f", {len(r):,} events")
@@ -249,27 +253,20 @@ def _print_diff(d: Any, limit: int) -> None:
                f"{c['only_b']:,} only in b")
     click.echo("\nusage:")
     usage = d.usage
-    click.echo(pd.DataFrame({"metric": usage.index, "a": [_num(v) for v in usage["a"]],
-                             "b": [_num(v) for v in usage["b"]],
-                             "b - a": [_num(v, sign=True) for v in usage["delta"]]}).to_string(index=False))
+    click.echo(pd.DataFrame({"metric": usage.index, "a": [fmt_num(v) for v in usage["a"]],
+                             "b": [fmt_num(v) for v in usage["b"]],
+                             "b - a": [fmt_num(v, sign=True) for v in usage["delta"]]}).to_string(index=False))
     rows = d.table()
     rows = rows[rows["status"] != "matched"]
     if rows.empty:
         return
     shown = rows.head(limit) if limit >= 0 else rows
     click.echo(f"\nevents that differ ({len(shown):,} of {len(rows):,}):")
-    from ..widgets.html import cut
     click.echo(plain(pd.DataFrame({"status": shown["status"], "seq a": shown["seq_a"], "seq b": shown["seq_b"],
                                    "type": shown["type"], "summary": [cut(str(s), 90) for s in shown["summary"]]}),
                      na="-").to_string(index=False))
     if len(rows) > len(shown):
         click.echo(f"… {len(rows) - len(shown):,} more (--limit -1 lists all)")
-
-
-def _num(value: float, *, sign: bool = False) -> str:
-    text = f"{value:+,.6f}" if sign else f"{value:,.6f}"
-    text = text.rstrip("0").rstrip(".")
-    return "0" if text in ("+0", "-0") else text
 
 
 # --- cost ----------------------------------------------------------------------------------------
@@ -279,8 +276,9 @@ _STORE_KEYS = ("run", *_RUN_KEYS)
 
 
 def _cost_text(frame: pd.DataFrame) -> pd.DataFrame:
+    from ..widgets.html import fmt_usd
     out = frame.copy()
-    out["cost_usd"] = [_usd(v) for v in frame["cost_usd"]]
+    out["cost_usd"] = [fmt_usd(v) for v in frame["cost_usd"]]
     return out.rename(columns={"cost_unknown_calls": "unknown_cost"})
 
 
@@ -295,22 +293,14 @@ def cost_command(runs: Sequence[str], by: str, as_json: bool) -> None:
     Over the store, each run counts its own events (a fork's prefix was paid by its parent);
     a RUN counts all its events, its parent's prefix included.
     """
-    import pandas as pd
+    from ..widgets.html import fmt_usd
 
     keys = [k.strip() for k in by.split(",") if k.strip()]
     bad = [k for k in keys if k not in _STORE_KEYS]
     if not keys or bad:
         fail(ExitCode.BAD_INPUT, f"--by {by!r}: the keys are {', '.join(_STORE_KEYS)}")
     if runs:
-        frames = []
-        per_run = [k for k in keys if k != "run"]
-        for r in open_runs(runs):
-            part = r.cost(by=per_run or ["model"])
-            part.insert(0, "run", r.id)
-            frames.append(part)
-        frame = pd.concat(frames, ignore_index=True)
-        if "run" not in keys and len(runs) == 1:
-            frame = frame.drop(columns="run")
+        frame = _runs_cost(list(open_runs(runs)), keys)
     else:
         frame = options.store().cost(by=keys)
     if as_json:
@@ -321,9 +311,29 @@ def cost_command(runs: Sequence[str], by: str, as_json: bool) -> None:
         total = frame.sum(numeric_only=True)
         click.echo(f"total: {int(total['llm_calls']):,} model calls, {int(total['tool_calls']):,} tool "
                    f"calls, {int(total['input_tokens']):,} input + {int(total['output_tokens']):,} output "
-                   f"tokens, {_usd(total['cost_usd'])}"
+                   f"tokens, {fmt_usd(total['cost_usd'])}"
                    + (f" + {int(total['cost_unknown_calls']):,} calls of unknown cost"
                       if total["cost_unknown_calls"] else ""))
+
+
+def _runs_cost(runs: Sequence[Run], keys: Sequence[str]) -> pd.DataFrame:
+    """The cost of each of ``runs`` by ``keys``, with a ``run_id`` column first (as over the store)
+    unless ``keys`` has no ``run`` and there is one run; ``--by run`` alone is one row per run."""
+    import pandas as pd
+
+    per_run = [k for k in keys if k != "run"]
+    frames = []
+    for r in runs:
+        part = r.cost(by=per_run or ["model"])
+        if not per_run:  # the run is the only key: one row, the sum of its models
+            totals = part.drop(columns="model")
+            part = pd.DataFrame({c: [totals[c].sum()] for c in totals}).astype(totals.dtypes.to_dict())
+        part.insert(0, "run_id", r.id)
+        frames.append(part)
+    frame = pd.concat(frames, ignore_index=True)
+    if "run" not in keys and len(runs) == 1:
+        frame = frame.drop(columns="run_id")
+    return frame
 
 
 # --- gc ------------------------------------------------------------------------------------------

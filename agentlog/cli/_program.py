@@ -110,6 +110,9 @@ def load_edits(path: str, run: Run, at: int) -> list[Edit]:
         fail(ExitCode.BAD_INPUT, f"--edit {path}: cannot read it ({exc})")
     except json.JSONDecodeError as exc:
         fail(ExitCode.BAD_INPUT, f"--edit {path}:{exc.lineno}: not JSON ({exc.msg})")
+    if data == []:
+        fail(ExitCode.BAD_INPUT, f"--edit {path}: no edits (an empty list); give one edit or a list "
+                                 "of them, or leave --edit out")
     items = data if isinstance(data, list) else [data]
     return [_edit(item, f"--edit {path}" + (f" [{i}]" if isinstance(data, list) else ""), run, at)
             for i, item in enumerate(items)]
@@ -142,7 +145,9 @@ def _edit(item: Any, where: str, run: Run, at: int) -> Edit:
     if not isinstance(seq, int) or isinstance(seq, bool):
         fail(ExitCode.BAD_INPUT, f"{where}: field seq: the seq of the {_TYPE_OF[kind]} to replace "
                                  f"(an integer), got {seq!r}")
-    if not at < seq < len(run):
+    if not 0 <= seq < len(run):
+        fail(ExitCode.NOT_FOUND, f"{where}: no such seq {seq} in run {run.id} (seq 0..{len(run) - 1})")
+    if seq <= at:
         fail(ExitCode.BAD_INPUT, f"{where}: seq {seq} must be after the cut (--at {at}) and in "
                                  f"run {run.id} (seq {at + 1}..{len(run) - 1})")
     event = run.event(seq)

@@ -9,7 +9,7 @@ import click
 
 from ._app import cli
 from ._program import EDIT_HELP, load_edits, load_program
-from ._util import CLIError, ExitCode, echo_json, fail, open_run, options
+from ._util import CLIError, ExitCode, agentlog_notes, echo_json, fail, open_run, options
 
 __all__: list[str] = []
 
@@ -29,7 +29,7 @@ def _run_program(what: str, call: Callable[[], T]) -> T:
     except (AgentlogError, CLIError, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - the user's program raised
-        notes = "; ".join(n.removeprefix("agentlog: ") for n in getattr(exc, "__notes__", []))
+        notes = "; ".join(agentlog_notes(exc))
         fail(ExitCode.PROGRAM, f"{what}: the program raised {type(exc).__name__}: {exc}"
                                + (f" ({notes})" if notes else ""))
 
@@ -86,15 +86,23 @@ def fork_command(run: str, at: int, spec: str, edit_file: str | None, name: str 
     """
     from ..analysis.rundiff import diff
     from ..capture.fork import fork
+    from ..errors import RunExistsError
 
     r = open_run(run)
-    if not -1 <= at < len(r) - 1:
-        fail(ExitCode.BAD_INPUT, f"--at {at}: run {r.id} has {len(r):,} events; a fork keeps seq "
-                                 f"-1..{len(r) - 2} (something must remain to re-run)")
+    if not -1 <= at < len(r):
+        fail(ExitCode.NOT_FOUND, f"--at {at}: no such seq in run {r.id} ({len(r):,} events, seq "
+                                 f"0..{len(r) - 1}; a fork keeps seq -1..{len(r) - 2})")
+    if at == len(r) - 1:
+        fail(ExitCode.BAD_INPUT, f"--at {at}: seq {at} is the last event of run {r.id}; a fork keeps "
+                                 f"seq -1..{len(r) - 2} (something must remain to re-run)")
     edits = load_edits(edit_file, r, at) if edit_file else []
     program = load_program(spec)
-    new = _run_program(f"fork of run {r.id} at seq {at}",
-                       lambda: fork(r, at, program=program, edit=edits, name=name, run_id=run_id))
+    try:
+        new = _run_program(f"fork of run {r.id} at seq {at}",
+                           lambda: fork(r, at, program=program, edit=edits, name=name, run_id=run_id))
+    except RunExistsError as exc:
+        fail(ExitCode.STORE, f"run {exc.run_id!r} already exists in {r.store.path}; give the fork "
+                             "another id (--run-id NEW), or leave --run-id out for a new one")
     d = diff(r, new)
     if as_json:
         echo_json({"run_id": new.id, "parent": r.id, "at": at, "status": new.status,

@@ -8,7 +8,8 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -17,13 +18,14 @@ import click
 
 if TYPE_CHECKING:
     import pandas as pd
+    from click.decorators import FC
 
     from ..store.run import Run
     from ..store.store import Store
 
-__all__ = ["CLIError", "ExitCode", "Options", "echo_json", "echo_table", "env_store_path", "error_code",
-           "existing_file", "fail", "frame_records", "open_run", "open_runs", "options", "plain",
-           "progress", "report_error"]
+__all__ = ["CLIError", "ExitCode", "Options", "agentlog_notes", "echo_json", "echo_table", "env_store_path",
+           "error_code", "existing_file", "fail", "frame_records", "open_run", "open_runs", "options",
+           "output_file", "plain", "progress", "report_error", "store_option", "writing"]
 
 T = TypeVar("T")
 
@@ -64,7 +66,7 @@ def fail(code: ExitCode, message: str) -> NoReturn:
 
 @dataclass(slots=True)
 class Options:
-    """The global options, set by the ``agentlog`` group."""
+    """The global options, set by the ``agentlog`` group (``--store`` by a command too)."""
 
     store_path: str | None = None
     quiet: bool = False
@@ -78,6 +80,20 @@ class Options:
 
 #: One per process: the CLI runs one command.
 options = Options()
+
+STORE_HELP = "The store folder (default: $AGENTLOG_STORE, else ./agentlog-runs)."
+
+
+def _set_store(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        options.store_path = value
+
+
+def store_option(*, envvar: str | None = None) -> Callable[[FC], FC]:
+    """``--store PATH``: the group has it (with ``$AGENTLOG_STORE``), and so does every command,
+    since people type it after the command too (``agentlog ls --store runs``)."""
+    return click.option("--store", metavar="PATH", envvar=envvar, show_envvar=envvar is not None,
+                        expose_value=False, callback=_set_store, help=STORE_HELP)
 
 
 def progress(iterable: Iterable[T] | None = None, *, desc: str, total: int | None = None,
@@ -169,13 +185,26 @@ def error_code(exc: BaseException) -> ExitCode:
         return ExitCode.BAD_INPUT
     if isinstance(exc, StoreError):
         return ExitCode.STORE
-    if isinstance(exc, FileNotFoundError):
+    if isinstance(exc, OSError):  # a file the command was given: missing, a folder, no space, no right
         return ExitCode.BAD_INPUT
     return ExitCode.INTERNAL
 
 
+def agentlog_notes(exc: BaseException) -> list[str]:
+    """The notes agentlog added to ``exc`` on its way up (e.g. ``fork recorded as run <id>``)."""
+    return [n.removeprefix("agentlog: ") for n in getattr(exc, "__notes__", [])
+            if isinstance(n, str) and n.startswith("agentlog: ")]
+
+
 def report_error(exc: BaseException) -> int:
-    """Print ``exc`` as one line on stderr (the traceback too with ``--debug``); return its code."""
+    """Print ``exc`` on stderr (the traceback too with ``--debug``); return its code.
+
+    The message is one line, except a replay divergence, which keeps its lines (expected,
+    actual, the payload diff). Notes agentlog added (the run a failed fork was recorded as)
+    follow in parentheses.
+    """
+    from ..errors import DivergenceError
+
     code = error_code(exc)
     if options.debug:
         traceback.print_exception(exc, file=sys.stderr)
@@ -187,18 +216,52 @@ def report_error(exc: BaseException) -> int:
         message = (f"unexpected {type(exc).__name__}: {exc}; run again with --debug for the traceback")
     elif isinstance(exc, FileNotFoundError) and exc.filename:
         message = f"{exc.filename}: no such file"
+    elif isinstance(exc, OSError) and exc.filename and exc.strerror:
+        message = f"{exc.filename}: {exc.strerror}"
     else:
         message = str(exc)
-    click.echo(f"agentlog: error: {' '.join(message.split())}", err=True)
+    notes = agentlog_notes(exc)
+    if isinstance(exc, DivergenceError):
+        message = message.rstrip() + "".join(f"\n  ({note})" for note in notes)
+    else:
+        message = " ".join(message.split()) + "".join(f" ({note})" for note in notes)
+    click.echo(f"agentlog: error: {message}", err=True)
     return int(code)
 
 
 def existing_file(path: str) -> Path:
     """``path`` as a Path, or exit 2 naming it when it is not a readable file."""
     p = Path(path).expanduser()
+    if p.is_dir():
+        fail(ExitCode.BAD_INPUT, f"{path}: is a folder; give a file")
     if not p.is_file():
         fail(ExitCode.BAD_INPUT, f"{path}: no such file")
     return p
+
+
+def output_file(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a Path to write, or exit 2 when it is a folder or its folder does not exist."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        fail(ExitCode.BAD_INPUT, f"cannot write {path}: it is a folder; give a file name")
+    if not p.parent.is_dir():
+        fail(ExitCode.BAD_INPUT, f"cannot write {path}: folder {p.parent} does not exist")
+    return p
+
+
+@contextmanager
+def writing(path: str | os.PathLike[str] | None) -> Iterator[None]:
+    """Name ``path`` in an OSError raised while writing it (``write()`` errors such as ENOSPC
+    carry no file name), so the message says which file could not be written."""
+    from ..errors import AgentlogError
+
+    try:
+        yield
+    except OSError as exc:
+        if (path is None or exc.filename is not None or exc.errno is None
+                or isinstance(exc, (AgentlogError, BrokenPipeError))):
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
 def env_store_path() -> str:

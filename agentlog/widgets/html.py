@@ -36,9 +36,9 @@ if TYPE_CHECKING:
     from ..store.store import Store
     from ..store.verify import VerifyReport
 
-__all__ = ["cut", "diff_card", "diff_repr", "fmt_int", "fmt_ms", "fmt_usd", "obj_repr", "run_card",
-           "run_repr", "run_text", "section", "store_card", "store_repr", "table", "verify_card",
-           "verify_repr"]
+__all__ = ["cut", "diff_card", "diff_repr", "fmt_int", "fmt_ms", "fmt_num", "fmt_usd", "obj_repr",
+           "run_card", "run_repr", "run_text", "section", "store_card", "store_repr", "table",
+           "verify_card", "verify_repr"]
 
 CELL_LIMIT: Final = 120   # characters of a table cell
 ROW_LIMIT: Final = 200    # rows of a table before "… N more"
@@ -84,6 +84,20 @@ def fmt_usd(value: Any) -> str:
     if abs(x) >= 0.01:
         return f"${x:.4f}"
     return f"${x:.6f}"
+
+
+def fmt_num(value: Any, *, sign: bool = False) -> str:
+    """A number with up to 6 decimals and no trailing zeros (``+`` first with ``sign``); ``–`` when
+    missing.
+
+    >>> fmt_num(2874.0), fmt_num(0.000864), fmt_num(-3.0, sign=True), fmt_num(-0.0, sign=True)
+    ('2,874', '0.000864', '-3', '0')
+    """
+    if _missing(value):
+        return "–"
+    x = float(value)
+    text = (f"{x:+,.6f}" if sign else f"{x:,.6f}").rstrip("0").rstrip(".")
+    return "0" if text in ("+0", "-0") else text
 
 
 def fmt_ms(value: Any) -> str:
@@ -367,15 +381,11 @@ def diff_repr(d: RunDiff) -> str | None:
         facts.append(("first divergence", f"seq {d.divergence}"))
         facts.append(("after it", (f"{c['matched']:,} matched, {c['changed']:,} changed, "
                                    f"{c['only_a']:,} only in a, {c['only_b']:,} only in b")))
-    usage = [(str(m), _num(v["a"]), _num(v["b"]), _num(v["delta"])) for m, v in d.usage.iterrows()]
+    usage = [(str(m), fmt_num(v["a"]), fmt_num(v["b"]), fmt_num(v["delta"])) for m, v in d.usage.iterrows()]
     patch = d.state_patch
     return diff_card(facts, title=f"{d.a.name or d.a.id} → {d.b.name or d.b.id}",
                      rows=_records(d.table()), usage=usage, patch_html=patch._repr_html_(),
                      patch_ops=len(patch), graph=_records(d.graph), text=str(d), same=d.same)
-
-
-def _num(value: float) -> str:
-    return f"{value:,.6f}".rstrip("0").rstrip(".") if value != int(value) else f"{int(value):,}"
 
 
 # --- VerifyReport ------------------------------------------------------------------------------

@@ -174,6 +174,11 @@ def test_cost_store_and_runs(cli: Cli, samples: Path) -> None:
     one = json.loads(cli("--store", samples, "cost", "sre-0001-calm", "--json").stdout)
     llm = [r for r in one if r["model"] == "gpt-4o-mini"]
     assert llm[0]["llm_calls"] == 3  # a run counts its parent's prefix too
+    # --by run over RUNs: one row per run, as over the whole store (these runs are not forks)
+    whole = {r["run_id"]: r for r in json.loads(cli("--store", samples, "cost", "--by", "run", "--json").stdout)}
+    picked = json.loads(cli("--store", samples, "cost", "sre-0001", "jobhunt-0001", "--by", "run", "--json").stdout)
+    assert picked == [whole["sre-0001"], whole["jobhunt-0001"]]
+    assert picked[0]["llm_calls"] == 6 and picked[0]["tool_calls"] == 6
     assert cli("--store", samples, "cost", "--by", "colour").returncode == 2
 
 
@@ -205,19 +210,26 @@ def test_fork_with_an_edit_file(cli: Cli, samples: Path, tmp_path: Path) -> None
 
 def test_fork_refuses_bad_edit_files(cli: Cli, samples: Path, tmp_path: Path) -> None:
     cases = {
-        "broken.json": ('{"kind": "tool_result", "seq": 28,', "broken.json:1: not JSON"),
-        "kind.json": ('[{"kind": "state_patch", "ops": []}, {"kind": "teleport"}]',
+        "broken.json": ('{"kind": "tool_result", "seq": 28,', 2, "broken.json:1: not JSON"),
+        "kind.json": ('[{"kind": "state_patch", "ops": []}, {"kind": "teleport"}]', 2,
                       "kind.json [1]: kind 'teleport' is not one of"),
-        "early.json": ('{"kind": "tool_result", "seq": 10, "result": 1}', "seq 10 must be after the cut"),
-        "type.json": ('{"kind": "llm_response", "seq": 28, "content": "hi"}',
+        "early.json": ('{"kind": "tool_result", "seq": 10, "result": 1}', 2, "seq 10 must be after the cut"),
+        "type.json": ('{"kind": "llm_response", "seq": 28, "content": "hi"}', 2,
                       "run sre-0001 seq 28 is a tool.result, not a llm.response"),
+        "empty.json": ("[]", 2, "empty.json: no edits"),
+        "late.json": ('{"kind": "tool_result", "seq": 999, "result": 1}', 3,  # exit 3: no such seq
+                      "late.json: no such seq 999 in run sre-0001"),
     }
-    for name, (text, message) in cases.items():
+    for name, (text, code, message) in cases.items():
         (tmp_path / name).write_text(text)
         out = cli("--store", samples, "fork", "sre-0001", "--at", "26", "--program", "example:sre",
                   "--edit", tmp_path / name)
-        assert out.returncode == 2, (name, out.stdout, out.stderr)
+        assert out.returncode == code, (name, out.stdout, out.stderr)
         assert message in _one_line_error(out.stderr), name
+    far = cli("--store", samples, "fork", "sre-0001", "--at", "500", "--program", "example:sre")
+    assert far.returncode == 3 and "--at 500: no such seq in run sre-0001" in _one_line_error(far.stderr)
+    last = cli("--store", samples, "fork", "sre-0001", "--at", "77", "--program", "example:sre")
+    assert last.returncode == 2 and "last event" in _one_line_error(last.stderr)
     assert al.Store(samples).list_runs() == list(IDS)  # nothing was created
 
 
@@ -235,7 +247,10 @@ def test_jsonl_export_import_keeps_the_hashes(cli: Cli, samples: Path, tmp_path:
     b = al.Store(other).run("sre-0001-calm").table().column("hash").to_pylist()
     assert a == b
     again = cli("--store", other, "import", src, "--format", "jsonl")  # the id is taken now
-    assert again.returncode == 4 and "already exists" in _one_line_error(again.stderr)
+    assert again.returncode == 4
+    line = _one_line_error(again.stderr)
+    assert "run 'sre-0001-calm' already exists" in line and "--run-id NEW" in line
+    assert "store.writer" not in line
     src.write_text(src.read_text().replace("orders-db", "orders-xx", 1))
     tampered = cli("--store", tmp_path / "third", "import", src, "--format", "jsonl")
     assert tampered.returncode == 2

@@ -38,9 +38,8 @@ def test_demo_makes_the_store_verifies_and_writes_the_report(cli: Cli, tmp_path:
 
 
 def test_demo_record_rerecords_the_same_bytes(cli: Cli, tmp_path: Path) -> None:
+    # --store after the command works as well as before it
     out = cli("demo", "--no-lab", "--record", "--store", tmp_path / "rec", "--report", tmp_path / "r.html")
-    assert out.returncode == 2  # --store is a global option: it goes before the command
-    out = cli("--store", tmp_path / "rec", "demo", "--no-lab", "--record", "--report", tmp_path / "r.html")
     assert out.returncode == 0, out.stderr
     assert "recorded the sample runs with the example agents" in out.stdout
     assert "verified 8 runs: all ok" in out.stdout
@@ -49,3 +48,21 @@ def test_demo_record_rerecords_the_same_bytes(cli: Cli, tmp_path: Path) -> None:
     assert segments
     for rel in segments:
         assert (tmp_path / "rec" / rel).read_bytes() == (bundled / rel).read_bytes(), rel
+
+
+def test_demo_reports_a_damaged_run_and_goes_on(cli: Cli, tmp_path: Path) -> None:
+    cwd = tmp_path / "damaged"
+    store = cwd / "agentlog-runs"
+    al.examples.sample_store(copy_to=store)
+    (store / "runs" / "run_id=sre-0001" / "run.json").write_text("{not json")
+    out = cli("demo", "--no-lab", cwd=cwd)
+    assert out.returncode == 1, out.stderr  # a run does not verify
+    assert "Traceback" not in out.stderr
+    text = out.stdout
+    assert "run sre-0001: 1 problem" in text and "run.json: not valid JSON" in text
+    assert "run sre-0002: ok," in text and "run jobhunt-0001: ok," in text  # it went on
+    assert "verified 8 runs: 2 with problems" in text  # sre-0001-calm's parent cannot be read
+    # the report and the hint name a run that verified, the same one
+    assert "wrote the report of sre-0002 to" in text
+    assert f"next: agentlog --store {store} show sre-0002," in text
+    assert "sre-0002" in (cwd / "agentlog-demo-report.html").read_text()
