@@ -28,6 +28,7 @@ events. Events appended later are not seen; connect again.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import CorruptSegmentError
 from . import columns as C
 from .cost import RUN_COST_KEYS, check_keys
 from .queries import UNKNOWN_COST, cost_sql, llm_calls_sql, spans_sql, tool_calls_sql
@@ -209,17 +211,44 @@ def connect(store: Store, snapshot: StoreSnapshot | None = None) -> duckdb.DuckD
         con.execute(f"CREATE VIEW spans AS {spans_sql('run_events')}")
         con.execute(f"CREATE VIEW llm_calls AS {llm_calls_sql('run_events')}")
         con.execute(f"CREATE VIEW tool_calls AS {tool_calls_sql('run_events')}")
-    except BaseException:
+    except BaseException as exc:
         con.close()
+        if (corrupt := _unreadable_segment(exc)) is not None:
+            raise corrupt from exc
         raise
     return con
+
+
+_FILE_IN_ERROR: Final = re.compile(r"file '([^']+\.parquet)'")
+
+
+def _unreadable_segment(exc: BaseException) -> CorruptSegmentError | None:
+    """A DuckDB error about a Parquet file it cannot read, as a :class:`CorruptSegmentError`
+    naming the file (not a DuckDB error in the middle of a SQL dump); else ``None``."""
+    import duckdb
+
+    found = _FILE_IN_ERROR.search(str(exc)) if isinstance(exc, duckdb.Error) else None
+    if found is None:
+        return None
+    problem = str(exc).splitlines()[0]
+    return CorruptSegmentError(found.group(1), f"{problem}; `agentlog verify --all` names the damaged runs")
+
+
+def _arrow(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:
+    """``query``'s result as a pyarrow Table (see :func:`_unreadable_segment` for errors)."""
+    try:
+        return con.sql(query).to_arrow_table()
+    except Exception as exc:
+        if (corrupt := _unreadable_segment(exc)) is not None:
+            raise corrupt from exc
+        raise
 
 
 def sql(store: Store, query: str) -> pd.DataFrame:
     """Run ``query`` over the views of :func:`connect` and return a DataFrame."""
     con = connect(store)
     try:
-        return C.arrow_to_frame(con.sql(query).to_arrow_table())
+        return C.arrow_to_frame(_arrow(con, query))
     finally:
         con.close()
 
@@ -235,7 +264,7 @@ def runs(store: Store, *, verify: bool = False) -> pd.DataFrame:
     """
     con = connect(store)
     try:
-        frame = C.to_frame(con.sql("SELECT * FROM runs").to_arrow_table(), C.RUNS)
+        frame = C.to_frame(_arrow(con, "SELECT * FROM runs"), C.RUNS)
     finally:
         con.close()
     if verify:
@@ -282,7 +311,7 @@ def events(store: Store, where: str | pc.Expression | None = None,
         try:
             cols = ", ".join(f'"{n}"' for n in names)
             cond = f"WHERE {where}" if where else ""
-            table = con.sql(f"SELECT {cols} FROM events {cond} ORDER BY run_id, seq").to_arrow_table()
+            table = _arrow(con, f"SELECT {cols} FROM events {cond} ORDER BY run_id, seq")
         finally:
             con.close()
         return C.to_frame(table, spec)
@@ -329,7 +358,7 @@ def cost(store: Store, by: str | Sequence[str] = ("run", "model", "day")) -> pd.
     keys = check_keys(by, STORE_COST_KEYS)
     con = connect(store)
     try:
-        table = con.sql(cost_sql("events", "run_events", keys)).to_arrow_table()
+        table = _arrow(con, cost_sql("events", "run_events", keys))
     finally:
         con.close()
     return C.to_frame(table, C.cost_spec(keys))

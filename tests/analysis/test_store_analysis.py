@@ -157,3 +157,17 @@ def test_many_runs(store: Any) -> None:
     by_run = store.cost(by=("run", "model"))
     assert len(by_run) == 3 * 3  # two models and the tools' <NA> per run
     assert by_run["cost_unknown_calls"].sum() == 3
+
+
+def test_a_damaged_segment_is_named_not_a_duckdb_dump(tmp_path: Any) -> None:
+    from agentlog.errors import CorruptSegmentError
+    store = al.examples.sample_store(copy_to=tmp_path / "s")
+    segment = sorted((tmp_path / "s/runs/run_id=sre-0001").glob("*.parquet"))[0]
+    segment.write_bytes(segment.read_bytes()[:100])
+    for call in (store.runs, lambda: store.cost(by="run"), lambda: store.sql("select count(*) from events")):
+        with pytest.raises(CorruptSegmentError) as caught:
+            call()
+        assert caught.value.path == str(segment) and "verify --all" in str(caught.value)
+    with pytest.raises(Exception) as caught:  # a mistake in the user's SQL stays DuckDB's error
+        al.examples.sample_store(copy_to=tmp_path / "t").sql("select nonsense from events")
+    assert not isinstance(caught.value, CorruptSegmentError)
