@@ -18,8 +18,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ._kernel import in_kernel, show_objects
-from .options import OPTIONS
 from .html import fmt_int, fmt_usd, grid, header, obj_repr, section, sections, table
+from .options import OPTIONS
 
 if TYPE_CHECKING:
     from ..store.run import Run

@@ -21,7 +21,6 @@ aligned pair or lone event after the divergence (``same`` for a matched pair, ``
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final, overload
 from ..fold import Patch, SnapshotIndex, State, diff_states
 from ..fold.values import short
 from ._kernel import KernelView
+from .html import esc as _e
 from .html import fmt_usd, grid, header, obj_repr, section, sections, table
 from .statetree import render_state
 
@@ -50,10 +50,6 @@ _USAGE_ROWS: Final = (("events", "events"), ("llm_calls", "model calls"), ("tool
                       ("input_tokens", "input tokens"), ("output_tokens", "output tokens"),
                       ("cached_tokens", "cached tokens"), ("cost_usd", "cost (USD)"),
                       ("cost_unknown_calls", "calls of unknown cost"), ("duration_ms", "duration (ms)"))
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
 
 
 @dataclass(frozen=True, slots=True)

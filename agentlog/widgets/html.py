@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ..store.store import Store
     from ..store.verify import VerifyReport
 
-__all__ = ["cut", "diff_card", "diff_repr", "fmt_int", "fmt_ms", "fmt_num", "fmt_usd", "obj_repr",
+__all__ = ["cut", "diff_card", "diff_repr", "esc", "fmt_int", "fmt_ms", "fmt_num", "fmt_usd", "obj_repr",
            "run_card", "run_repr", "run_text", "section", "store_card", "store_repr", "table",
            "verify_card", "verify_repr"]
 
@@ -51,8 +51,16 @@ def _css() -> str:
     return resources.files("agentlog.widgets").joinpath("static/agentlog.css").read_text(encoding="utf-8")
 
 
-def _e(value: Any) -> str:
+def esc(value: Any) -> str:
+    """``value`` as text, escaped for HTML (quotes too, so it is safe in attributes).
+
+    >>> esc('<a href="x">')
+    '&lt;a href=&quot;x&quot;&gt;'
+    """
     return html.escape(str(value), quote=True)
+
+
+_e = esc
 
 
 def _missing(value: Any) -> bool:

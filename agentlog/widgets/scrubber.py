@@ -23,7 +23,6 @@ live kernel; elsewhere ``_repr_html_`` shows a static snapshot of the current se
 
 from __future__ import annotations
 
-import html
 import json
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
@@ -35,8 +34,9 @@ from ..errors import EventNotFoundError
 from ..event import Event
 from ..fold import Patch, Reducers, State, diff_states, fold
 from ._kernel import KernelView
+from .html import esc as _e
 from .html import fmt_int, fmt_ms, fmt_usd, grid, header, obj_repr, section, sections
-from .statetree import highlighted_paths, render_state
+from .statetree import _is_blob, highlighted_paths, render_state
 
 if TYPE_CHECKING:
     import numpy as np
@@ -48,14 +48,6 @@ __all__ = ["Scrubber", "event_facts", "event_html", "payload_html", "tokens_figu
 KEEP_STATES: Final = 512      # recent states kept for instant back-and-forth steps
 BACK_BLOCK: Final = 256       # states kept at once when stepping back reaches an unkept one
 PAYLOAD_LIMIT: Final = 20_000  # characters of pretty payload JSON shown
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _is_blob(value: Any) -> bool:
-    return hasattr(value, "digest") and hasattr(value, "size") and hasattr(value, "to_json")
 
 
 # --- the event panel (pure) ----------------------------------------------------------------------

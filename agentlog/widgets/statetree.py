@@ -33,12 +33,12 @@ Every key and value goes through :func:`html.escape`. Pure: state and patch in, 
 from __future__ import annotations
 
 import heapq
-import html
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from ..fold.pointer import escape_token, parse_pointer
+from .html import esc as _e
 
 __all__ = ["MAX_CHILDREN", "highlighted_paths", "marked_paths", "render_state"]
 
@@ -53,10 +53,6 @@ MAX_MARKS: Final = 300     # highlighted paths opened in one tree (the first one
 _TEXT = (str, bytes, bytearray)
 _MISSING: Any = object()
 _blob_previews: dict[str, str] = {}  # digest -> preview text (content-addressed, so never stale)
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
 
 
 def _is_blob(value: Any) -> bool:

@@ -10,7 +10,6 @@ returns at once and a tab nobody opens costs nothing.
 
 from __future__ import annotations
 
-import html
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -19,6 +18,7 @@ import ipywidgets as widgets
 
 from ..fold import thaw
 from .html import cut, obj_repr
+from .html import esc as _e
 
 if TYPE_CHECKING:
     from ..store.run import Run
@@ -48,10 +48,6 @@ def as_widget(view: Any) -> widgets.Widget:
         from IPython.display import display
         display(view)  # type: ignore[no-untyped-call]
     return out
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
 
 
 def _relation_line(rel: Mapping[str, Any], me: str, labels: Mapping[str, str]) -> str:
