@@ -29,6 +29,25 @@ def show_objects(*objs: Any, html_text: str | None = None) -> None:
     display(*objs)  # type: ignore[no-untyped-call]
 
 
+def as_widget(view: Any) -> Any:
+    """An ipywidgets widget for a view: the view itself, its ``widget`` (property or method), or
+    an ``Output`` it displays itself into."""
+    import ipywidgets as widgets
+
+    if isinstance(view, widgets.Widget):
+        return view
+    made = getattr(view, "widget", None)
+    if callable(made) and not isinstance(made, widgets.Widget):
+        made = made()
+    if isinstance(made, widgets.Widget):
+        return made
+    out = widgets.Output()
+    with out:
+        from IPython.display import display
+        display(view)  # type: ignore[no-untyped-call]
+    return out
+
+
 class KernelView:
     """Display protocol of a view with a static ``snapshot_html()`` and a lazy ``widget``."""
 

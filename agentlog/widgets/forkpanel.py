@@ -48,6 +48,7 @@ from ..event import (
     TOOL_RESULT,
 )
 from ..fold import apply_patch, thaw
+from ._kernel import as_widget
 
 if TYPE_CHECKING:
     from ..store.run import Run
@@ -291,14 +292,6 @@ def execute_plan(run: Run, plan: ForkPlan, program: Any, *, clock: Callable[[], 
 # --- the widget ------------------------------------------------------------------------------
 
 
-def _widget_of(view: Any) -> Any:
-    """The ipywidgets widget of a view: itself, its ``widget`` property, or ``widget()``."""
-    if isinstance(view, widgets.Widget):
-        return view
-    made = getattr(view, "widget", None)
-    return made() if callable(made) and not isinstance(made, widgets.Widget) else made
-
-
 def _find_slider(root: Any) -> widgets.IntSlider | None:
     """The first ``IntSlider`` in a widget tree (depth first)."""
     if isinstance(root, widgets.IntSlider):
@@ -449,7 +442,7 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         Raises:
             ValueError: ``scrubber`` has no ``IntSlider`` in its widget.
         """
-        slider = _find_slider(_widget_of(scrubber))
+        slider = _find_slider(as_widget(scrubber))
         if slider is None:
             raise ValueError(f"{scrubber!r} has no IntSlider to follow")
         slider.observe(lambda change: self.select(int(change["new"])), names="value")
@@ -567,12 +560,10 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         """The new run's card and its DiffView against the parent, below the controls."""
         from .diffview import DiffView  # imported late: it pulls in plotly
         view = DiffView(self.run, new)
-        shown = _widget_of(view)
         card = widgets.HTML(new._repr_html_() or html.escape(repr(new)))
         self.result.children = [widgets.HTML(f"<b>new run</b> <code>{html.escape(new.id)}</code> "
                                              f"({html.escape(str(new.status))}, {len(new)} events)"),
-                                card, shown if isinstance(shown, widgets.Widget) else widgets.HTML(
-                                    getattr(view, "_repr_html_", lambda: "")() or "")]
+                                card, as_widget(view)]
         self.new_run, self.diff_view = new, view
 
     def _on_click(self, _button: Any) -> None:

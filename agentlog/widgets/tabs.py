@@ -17,37 +17,19 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import ipywidgets as widgets
 
 from ..fold import thaw
+from ._kernel import as_widget
 from .html import cut, obj_repr
 from .html import esc as _e
 
 if TYPE_CHECKING:
     from ..store.run import Run
 
-__all__ = ["TABS", "RunTabs", "as_widget", "graph_html", "show"]
+__all__ = ["TABS", "RunTabs", "graph_html", "show"]
 
 #: The tab titles, in order.
 TABS: Final = ("Overview", "Waterfall", "Scrub", "Cost", "Graph", "Verify")
 OBJECT_LIMIT: Final = 300   # objects listed in the graph tab before "… N more"
 DATA_CHARS: Final = 160     # characters of an object's data shown inline
-
-
-def as_widget(view: Any) -> widgets.Widget:
-    """An ipywidgets widget for a view: the view itself, its ``widget()``, or an ``Output``
-    it displays itself into."""
-    if isinstance(view, widgets.Widget):
-        return view
-    make = getattr(view, "widget", None)
-    if callable(make):
-        made = make()
-        if isinstance(made, widgets.Widget):
-            return made
-    if isinstance(make, widgets.Widget):
-        return make
-    out = widgets.Output()
-    with out:
-        from IPython.display import display
-        display(view)  # type: ignore[no-untyped-call]
-    return out
 
 
 def _relation_line(rel: Mapping[str, Any], me: str, labels: Mapping[str, str]) -> str:
