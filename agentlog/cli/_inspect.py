@@ -52,7 +52,8 @@ def runs_table(frame: pd.DataFrame) -> pd.DataFrame:
         "llm": frame["llm_calls"].astype("int64"),
         "tools": frame["tool_calls"].astype("int64"),
         "tokens": (frame["input_tokens"] + frame["output_tokens"]).astype("int64"),
-        "cost": [fmt_usd(r["cost_usd"]) for r in records],
+        "cost": [fmt_usd(r["cost_usd"]) for r in records],       # its whole history
+        "paid": [fmt_usd(r["own_cost_usd"]) for r in records],   # its own events: a fork's prefix was paid by its parent
         "forked from": [fork(r) for r in records],
         "created": [r["created"].strftime("%Y-%m-%d %H:%M") if not pd.isna(r["created"]) else ""
                     for r in records],
@@ -72,6 +73,9 @@ def ls_command(as_json: bool) -> None:
         click.echo(f"no runs in {store.path} (agentlog demo makes some)")
         return
     echo_table(runs_table(frame))
+    if frame["parent"].notna().any():
+        click.echo("cost: the run's whole history, a fork's inherited prefix included; paid: its own "
+                   "events only (what `agentlog cost` sums)")
 
 
 # --- show ----------------------------------------------------------------------------------------
