@@ -52,8 +52,11 @@ def test_ls_text_and_json(cli: Cli, samples: Path) -> None:
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].split()[:3] == ["run", "name", "status"]
-    assert [line.split()[0] for line in lines[1:]] == list(IDS)
+    assert [line.split()[0] for line in lines[1:len(IDS) + 1]] == list(IDS)
     assert "sre-0001@26" in out.stdout and "budget_exceeded" in out.stdout
+    assert lines[0].split()[8:10] == ["cost", "paid"] and lines[-1].startswith("cost: ")
+    calm_row = lines[1 + list(IDS).index("sre-0001-calm")].split()
+    assert calm_row[8:10] == ["$0.000315", "$0.000126"]  # the prefix was paid by sre-0001
     data = json.loads(cli("--store", samples, "ls", "--json").stdout)
     assert [r["run_id"] for r in data] == list(IDS)
     calm = data[1]
