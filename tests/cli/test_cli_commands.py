@@ -54,9 +54,9 @@ def test_ls_text_and_json(cli: Cli, samples: Path) -> None:
     assert lines[0].split()[:3] == ["run", "name", "status"]
     assert [line.split()[0] for line in lines[1:len(IDS) + 1]] == list(IDS)
     assert "sre-0001@26" in out.stdout and "budget_exceeded" in out.stdout
-    assert lines[0].split()[8:10] == ["cost", "paid"] and lines[-1].startswith("cost: ")
+    assert lines[0].split()[7:9] == ["cost", "paid"] and lines[-1].startswith("cost: ")
     calm_row = lines[1 + list(IDS).index("sre-0001-calm")].split()
-    assert calm_row[8:10] == ["$0.000315", "$0.000126"]  # the prefix was paid by sre-0001
+    assert [t for t in calm_row if t.startswith("$")] == ["$0.000315", "$0.000126"]  # sre-0001 paid the prefix
     data = json.loads(cli("--store", samples, "ls", "--json").stdout)
     assert [r["run_id"] for r in data] == list(IDS)
     calm = data[1]
