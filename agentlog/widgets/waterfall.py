@@ -276,6 +276,36 @@ def _lane_traces(a: dict[str, np.ndarray], sel: np.ndarray, span_end: float, bud
 # --- the figure ------------------------------------------------------------------------------
 
 
+def _fork_pause(run: Run, t0: pd.Timestamp) -> tuple[float, float] | None:
+    """For a fork: (the cut, in seconds since ``t0``; the pause until the fork's first own
+    event, in seconds). A fork is often made long after its parent ran: that time is left out
+    of the axis, or the parent's part would be a sliver at the left."""
+    at = run.fork_seq
+    if at is None or at + 1 >= len(run):
+        return None
+    from ..analysis.tables import event_table  # cached per run
+
+    ts = event_table(run).column("ts")
+    cut, first = pd.Timestamp(ts[at].as_py()), pd.Timestamp(ts[at + 1].as_py())
+    return (cut - t0).total_seconds(), max(0.0, (first - cut).total_seconds())
+
+
+def _close_fork_pause(a: dict[str, np.ndarray], pause: tuple[float, float]) -> None:
+    """Shift the fork's own times back by the pause (spans across the cut lose it too)."""
+    cut, gap = pause
+    across = (a["start"] <= cut) & (a["end"] > cut)
+    a["duration_ms"] = np.where(across, a["duration_ms"] - gap * 1000.0, a["duration_ms"])
+    for key in ("start", "end"):
+        a[key] = np.where(a[key] > cut, a[key] - gap, a[key])
+
+
+def _pause_text(seconds: float) -> str:
+    if seconds >= 2 * 86400:
+        return f"{seconds / 86400:,.0f} days"
+    unit, scale = time_unit(seconds)
+    return f"{seconds / scale:,.1f} {_UNIT_NAMES[unit]}"
+
+
 def _run_start(run: Run, spans: pd.DataFrame) -> pd.Timestamp:
     started = run.summary()["started"].iloc[0]
     first = spans["start"].min()
@@ -352,7 +382,11 @@ def waterfall_figure(run: Run, *, max_bars: int = 5000, spans: pd.DataFrame | No
     if len(spans) == 0:
         return _empty_figure(title)
     spans = spans.sort_values("start_seq", kind="stable").reset_index(drop=True)
-    a = _arrays(spans, _run_start(run, spans))
+    t0 = _run_start(run, spans)
+    a = _arrays(spans, t0)
+    pause = _fork_pause(run, t0)
+    if pause is not None:
+        _close_fork_pause(a, pause)
     unit, scale = time_unit(float(np.nanmax(a["end"])))
     a["start_s"] = a["start"]
     a["start"], a["end"] = a["start"] / scale, a["end"] / scale
@@ -387,6 +421,15 @@ def waterfall_figure(run: Run, *, max_bars: int = 5000, spans: pd.DataFrame | No
             cut_y = m - 0.5 + gap / 2
             shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": cut_y, "y1": cut_y,
                            "line": {"color": "#bbb", "width": 1, "dash": "dot"}})
+    annotations: list[dict[str, Any]] = []
+    if pause is not None:  # where the fork starts, and how much later it was made
+        x = pause[0] / scale
+        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
+                       "line": {"color": "#7c3aed", "width": 1, "dash": "dash"}})
+        later = f", made {_pause_text(pause[1])} later" if pause[1] >= 1.0 else ""
+        annotations.append({"x": x, "xref": "x", "y": 1.0, "yref": "paper", "yanchor": "bottom",
+                            "showarrow": False, "font": {"size": 11, "color": "#7c3aed"},
+                            "text": html.escape(f"fork after seq {run.fork_seq}{later}", quote=False)})
     n_bars = m + n_lane_bars
     title_dict: dict[str, Any] = {
         "text": (f"{html.escape(title, quote=False)} <span style='font-size:12px;color:#666'>"
@@ -402,6 +445,7 @@ def waterfall_figure(run: Run, *, max_bars: int = 5000, spans: pd.DataFrame | No
     # pads it with empty rows.
     fig.update_layout(
         template="plotly_white", barmode="overlay", bargap=0.2, shapes=shapes, title=title_dict,
+        annotations=annotations,
         height=int(top + 70 + rows_px + lanes_px), margin={"l": 10, "r": 30, "t": top, "b": 50},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0.0},
         uniformtext={"minsize": 8, "mode": "hide"}, hoverlabel={"align": "left"},

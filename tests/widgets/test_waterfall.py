@@ -57,11 +57,19 @@ def seconds(fig: go.Figure) -> float:
 
 
 def expected_times(run: Any, spans: pd.DataFrame, fig: go.Figure) -> pd.DataFrame:
-    t0 = run.events["ts"].min()
-    scale = seconds(fig)
+    """Each span's start and end in the figure's unit: a fork's own times come back by the
+    pause between its cut and its first own event."""
+    ts = run.events["ts"]
+    t0, scale = ts.min(), seconds(fig)
+
+    def axis(times: pd.Series) -> pd.Series:
+        if run.fork_seq is not None:
+            cut, first = ts.iloc[run.fork_seq], ts.iloc[run.fork_seq + 1]
+            times = times.where(times <= cut, times - (first - cut))
+        return (times - t0).dt.total_seconds() / scale
+
     return pd.DataFrame({"span_id": spans["span_id"].astype(str),
-                         "start": (spans["start"] - t0).dt.total_seconds() / scale,
-                         "end": (spans["end"] - t0).dt.total_seconds() / scale,
+                         "start": axis(spans["start"]), "end": axis(spans["end"]),
                          "group": spans["kind"].astype(str).map(KIND_GROUPS).fillna("other")})
 
 
@@ -289,3 +297,26 @@ def test_run_waterfall_method(samples: Any, tmp_path: Path) -> None:
     view = samples.run("sre-0002").waterfall(max_bars=10)
     assert isinstance(view, Waterfall)
     assert view.figure.layout.meta["agentlog"]["aggregated"]
+
+
+def test_a_fork_made_later_is_drawn_without_the_pause(tmp_path: Any) -> None:
+    now = [0.0]
+    store = al.Store(tmp_path / "s")
+
+    def span(w: Any, sid: str, t0: float, t1: float) -> None:
+        now[0] = t0
+        w.emit("span.started", {"name": sid, "kind": "tool", "parent": None}, span_id=sid)
+        now[0] = t1
+        w.emit("span.ended", {"name": sid, "status": "ok", "error": None}, span_id=sid)
+
+    with store.create_run(run_id="p", clock=lambda: now[0], durability="none") as w:
+        span(w, "a", 100.0, 102.0)
+        span(w, "b", 103.0, 104.0)
+    with store.create_run(run_id="f", fork_of=("p", 1), clock=lambda: now[0], durability="none") as w:
+        span(w, "c", 1e7, 1e7 + 3.0)        # made ~116 days after the parent's cut
+    fig = waterfall_figure(store.run("f"))
+    ends = [x for t in fig.data for x, base in zip(t.x, t.base, strict=True) for x in [x + base]]
+    assert max(ends) == pytest.approx(5.0)  # 2 s of the parent, then the fork's 3 s: no pause
+    assert fig.layout.xaxis.range[1] < 10
+    [note] = [a.text for a in fig.layout.annotations]
+    assert note == "fork after seq 1, made 116 days later"
