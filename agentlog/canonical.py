@@ -77,7 +77,7 @@ def _check(value: Any, path: str) -> None:
         return
     if t is float:
         if not math.isfinite(value):
-            what = "NaN" if value != value else "infinity"
+            what = "NaN" if math.isnan(value) else "infinity"
             raise CanonicalJSONError(path, f"{what} is not JSON; use null or a string")
         return
     if t is dict or isinstance(value, Mapping):

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import click
 
-from . import _demo, _files, _inspect, _rerun  # noqa: F401 - they register their commands
+from . import _demo, _files, _inspect, _rerun  # they register their commands
 from ._app import cli
 from ._util import ExitCode, report_error
 
