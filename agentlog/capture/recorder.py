@@ -46,6 +46,10 @@ _current_span: contextvars.ContextVar[tuple[int, str] | None] = contextvars.Cont
     "agentlog_span", default=None)
 
 
+#: :meth:`Recorder._recorded_result` when the log has no result and the tool must run.
+_LIVE: Any = object()
+
+
 class LLMCallError(RecordError):
     """A model call failed; on replay the recorded failure is raised again."""
 
@@ -277,9 +281,12 @@ class Recorder:
         try:
             raw = fn(request)
         except Exception as exc:
-            failed = self._call_failed("llm.response", key, request_event, exc, actor)
-            raise LLMCallError(failed.seq, _error_text(exc)) from exc
+            raise self._llm_failed(key, request_event, exc, actor) from exc
         return self._llm_record(raw, key, request, request_event, started, provider, actor)
+
+    def _llm_failed(self, key: str, request_event: Event, exc: Exception, actor: str | None) -> LLMCallError:
+        failed = self._call_failed("llm.response", key, request_event, exc, actor)
+        return LLMCallError(failed.seq, _error_text(exc))
 
     def answer_llm(self, request_event: Event, call: Callable[[Mapping[str, Any]], Any] | None = None,
                    *, provider: str | None = None, actor: str | None = None) -> LLMResult:
@@ -313,8 +320,7 @@ class Recorder:
                 raw = fn(request)
                 raw = await raw if inspect.isawaitable(raw) else raw
             except Exception as exc:
-                failed = self._call_failed("llm.response", key, request_event, exc, actor)
-                raise LLMCallError(failed.seq, _error_text(exc)) from exc
+                raise self._llm_failed(key, request_event, exc, actor) from exc
             return self._llm_record(raw, key, request, request_event, started, provider, actor)
 
     # --- tool calls -------------------------------------------------------------------------
@@ -370,20 +376,33 @@ class Recorder:
             key, call_event = self._tool_request(name, args, actor)
             return self._tool_complete(key, name, args, call_event, fn, actor)
 
-    def _tool_complete(self, key: str, name: str, args: Mapping[str, Any], call_event: Event,
-                       fn: Callable[..., Any] | None, actor: str | None) -> Any:
+    def _recorded_result(self, key: str, name: str, call_event: Event,
+                         fn: Callable[..., Any] | None, actor: str | None) -> Any:
+        """The call's recorded result, or :data:`_LIVE` when ``fn`` must run now."""
         served = self._tool_answer(key, name, call_event, actor)
         if served is not None:
             return served.payload.get("result")
         if fn is None:
             raise ReplayMissError(f"run {self.run_id}: no recorded result for tool {name!r} "
                                   f"(key {key[:16]}…) and no fn= to call it live")
+        return _LIVE
+
+    def _tool_failed(self, key: str, name: str, call_event: Event, started: float,
+                     exc: Exception, actor: str | None) -> ToolError:
+        done = self._tool_done(key, name, call_event, started, exc=exc, actor=actor)
+        return ToolError(name, done.seq, _error_text(exc))
+
+    def _tool_complete(self, key: str, name: str, args: Mapping[str, Any], call_event: Event,
+                       fn: Callable[..., Any] | None, actor: str | None) -> Any:
+        recorded = self._recorded_result(key, name, call_event, fn, actor)
+        if recorded is not _LIVE:
+            return recorded
+        assert fn is not None
         started = self.timer()
         try:
             result = fn(**self._tool_kwargs(fn, args, call_event))
         except Exception as exc:
-            done = self._tool_done(key, name, call_event, started, exc=exc, actor=actor)
-            raise ToolError(name, done.seq, _error_text(exc)) from exc
+            raise self._tool_failed(key, name, call_event, started, exc, actor) from exc
         return self._tool_done(key, name, call_event, started, result, actor=actor).payload.get("result")
 
     def answer_tool(self, call_event: Event, fn: Callable[..., Any] | None = None, *,
@@ -409,19 +428,16 @@ class Recorder:
         args = dict(args or {})
         with self.span(name, kind="tool", actor=actor):
             key, call_event = self._tool_request(name, args, actor)
-            served = self._tool_answer(key, name, call_event, actor)
-            if served is not None:
-                return served.payload.get("result")
-            if fn is None:
-                raise ReplayMissError(f"run {self.run_id}: no recorded result for tool {name!r} "
-                                      f"(key {key[:16]}…) and no fn= to call it live")
+            recorded = self._recorded_result(key, name, call_event, fn, actor)
+            if recorded is not _LIVE:
+                return recorded
+            assert fn is not None
             started = self.timer()
             try:
                 result = fn(**self._tool_kwargs(fn, args, call_event))
                 result = await result if inspect.isawaitable(result) else result
             except Exception as exc:
-                done = self._tool_done(key, name, call_event, started, exc=exc, actor=actor)
-                raise ToolError(name, done.seq, _error_text(exc)) from exc
+                raise self._tool_failed(key, name, call_event, started, exc, actor) from exc
             return self._tool_done(key, name, call_event, started, result, actor=actor).payload.get("result")
 
     # --- recorded values --------------------------------------------------------------------

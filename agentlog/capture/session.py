@@ -104,6 +104,27 @@ def _close(writer: Any, exc: BaseException | None) -> None:
     writer.close(status="failed" if exc is not None else "finished")
 
 
+@contextlib.contextmanager
+def _closing(writer: Any) -> Iterator[None]:
+    """Close the run the way its program ended: stopped (a pause, not an error), failed (the
+    error goes on, with a note naming the run) or finished."""
+    try:
+        yield
+    except Stopped as stop:
+        writer.close(status=stop.status)
+        return
+    except BaseException as exc:
+        _close(writer, exc)
+        raise
+    _close(writer, None)
+
+
+def _recorder(writer: Any, program: Any, inputs: Any, reducers: Any,
+              clock: Callable[[], float] | None) -> Recorder:
+    return Recorder(WriterSink(writer), inputs=inputs, reducers=program_reducers(program, reducers),
+                    clock=clock or _time())
+
+
 def record(program: Program, *, store: Any = None, name: str | None = None, inputs: Any = None,
            tags: Sequence[str] | Mapping[str, Any] | None = None,
            clock: Callable[[], float] | None = None, run_id: str | None = None,
@@ -132,17 +153,8 @@ def record(program: Program, *, store: Any = None, name: str | None = None, inpu
     if inspect.iscoroutinefunction(program):
         raise TypeError("program is a coroutine function; use `await al.arecord(program, ...)`")
     writer = _writer(store, name, program, tags, clock, run_id)
-    rec = Recorder(WriterSink(writer), inputs=inputs, reducers=program_reducers(program, reducers),
-                   clock=clock or _time())
-    try:
-        drive(rec, program)
-    except Stopped as stop:
-        writer.close(status=stop.status)
-        return writer.run
-    except BaseException as exc:
-        _close(writer, exc)
-        raise
-    _close(writer, None)
+    with _closing(writer):
+        drive(_recorder(writer, program, inputs, reducers, clock), program)
     return writer.run
 
 
@@ -152,17 +164,8 @@ async def arecord(program: Callable[[Recorder], Any], *, store: Any = None, name
                   reducers: Any = None) -> Any:
     """:func:`record` for a coroutine function ``async def program(rec)``."""
     writer = _writer(store, name, program, tags, clock, run_id)
-    rec = Recorder(WriterSink(writer), inputs=inputs, reducers=program_reducers(program, reducers),
-                   clock=clock or _time())
-    try:
-        await adrive(rec, program)
-    except Stopped as stop:
-        writer.close(status=stop.status)
-        return writer.run
-    except BaseException as exc:
-        _close(writer, exc)
-        raise
-    _close(writer, None)
+    with _closing(writer):
+        await adrive(_recorder(writer, program, inputs, reducers, clock), program)
     return writer.run
 
 
