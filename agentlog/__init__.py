@@ -18,8 +18,8 @@ __version__ = "0.1.0"
 # public name -> "module" (a submodule) or "module:attribute"
 _EXPORTS: dict[str, str] = {
     # core
-    "BlobRef": "agentlog.event:BlobRef",
-    "Event": "agentlog.event:Event",
+    "BlobRef": "agentlog.events:BlobRef",
+    "Event": "agentlog.events:Event",
     "GENESIS": "agentlog.chain:GENESIS",
     "Problem": "agentlog.chain:Problem",
     "canonical_json": "agentlog.canonical:canonical_json",
@@ -105,7 +105,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .chain import GENESIS, Problem, chain_hash
     from .errors import (AgentlogError, CanonicalJSONError, PatchError, RunLockedError,
                          RunNotFoundError, StoreError, UnknownModelWarning)
-    from .event import BlobRef, Event
+    from .events import BlobRef, Event
     from .errors import ReducerError
     from .fold import (DeterminismReport, Patch, ReducerRegistrationWarning, Reducers,
                        SnapshotIndex, State, apply_patch, check_determinism, diff_states, reducer)

@@ -2,7 +2,7 @@
 
 Sorted keys, no spaces, UTF-8 (no ``\\u`` escapes for non-ASCII), no NaN or infinity, string
 keys only. Mappings (``dict``, pyrsistent ``PMap``) become objects; lists, tuples and
-``PVector`` become arrays; a :class:`~agentlog.event.BlobRef` becomes its reference object.
+``PVector`` become arrays; a :class:`~agentlog.events.BlobRef` becomes its reference object.
 Anything else is refused with a :class:`~agentlog.errors.CanonicalJSONError` naming the
 field path, because a value that does not round-trip cannot be hashed honestly.
 

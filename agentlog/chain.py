@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from .canonical import dumps_str
-from .event import Event
+from .events import Event
 
 __all__ = ["GENESIS", "Problem", "ProblemKind", "chain_hash", "check_chain", "event_body"]
 

@@ -6,6 +6,8 @@
     ├── CanonicalJSONError (ValueError)        a value that has no canonical JSON form
     ├── InvalidBlobRefError (ValueError)       a blob reference that is not sha256:<64 hex>
     ├── MissingDependencyError (ImportError)   an optional extra is not installed
+    ├── EventSchemaError (ValueError)          a payload that does not fit its event type
+    │   └── EventVersionError                  a payload newer than this agentlog knows
     ├── StoreError                             files on disk
     │   ├── StorePathError (NotADirectoryError)
     │   ├── RunNotFoundError (LookupError)
@@ -59,6 +61,8 @@ __all__ = [
     "CorruptWALError",
     "DivergenceError",
     "EventNotFoundError",
+    "EventSchemaError",
+    "EventVersionError",
     "FoldError",
     "InvalidBlobRefError",
     "MissingDependencyError",
@@ -121,6 +125,55 @@ def missing_dependency(module: str, extra: str) -> MissingDependencyError:
 
 
 # --- store -----------------------------------------------------------------------------------
+
+
+class EventSchemaError(AgentlogError, ValueError):
+    """A payload that does not fit its event type: a missing or unknown field, a wrong type.
+
+    ``type`` is the event type, ``field`` the dotted path of the field, ``value`` what was
+    found and ``expected`` what the vocabulary asks for. ``run_id`` and ``seq`` are set where
+    the event has a place in a run (:meth:`at` adds them).
+    """
+
+    def __init__(self, type: str, field: str, value: Any, expected: str, *,
+                 run_id: str | None = None, seq: int | None = None) -> None:
+        self.type, self.field, self.value, self.expected = type, field, value, expected
+        self.run_id, self.seq = run_id, seq
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        where = ""
+        if self.run_id is not None:
+            where = f"run {self.run_id}" + (f" seq {self.seq}" if self.seq is not None else "") + ": "
+        return f"{where}{self.type} {self.field}: {self._found()}; expected {self.expected}"
+
+    def _found(self) -> str:
+        if self.value is _MISSING:
+            return "missing"
+        text = repr(self.value)
+        text = text if len(text) <= 60 else text[:57] + "..."
+        return f"{text} ({type(self.value).__name__})"
+
+    def at(self, run_id: str | None, seq: int | None) -> EventSchemaError:
+        """The same error, naming the run and the seq of the event."""
+        if self.value is _MISSING:
+            return type(self)(self.type, self.field, _MISSING, self.expected, run_id=run_id, seq=seq)
+        return type(self)(self.type, self.field, self.value, self.expected, run_id=run_id, seq=seq)
+
+
+class EventVersionError(EventSchemaError):
+    """A payload written by a newer agentlog than this one: its event type's version is unknown."""
+
+    def __init__(self, type: str, field: str, value: Any, expected: str, *,
+                 run_id: str | None = None, seq: int | None = None) -> None:
+        super().__init__(type, field, value, expected, run_id=run_id, seq=seq)
+
+    def _message(self) -> str:
+        return super()._message() + "; upgrade agentlog to read it"
+
+
+#: The ``value`` of an :class:`EventSchemaError` for a field that is not there.
+_MISSING: Any = type("Missing", (), {"__repr__": lambda self: "<missing>"})()
 
 
 class StoreError(AgentlogError):

@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from itertools import islice
 from typing import Any
 
-from agentlog.event import Event
+from agentlog.events import Event
 from agentlog.fold import Reducers, SnapshotIndex, diff_states, fold, freeze, thaw
 from agentlog.fold.engine import default_every
 from agentlog.fold.pointer import _PARSED

@@ -25,7 +25,7 @@ def test_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_import_agentlog_pulls_in_nothing_heavy() -> None:
-    code = ("import sys, agentlog, agentlog.event, agentlog.canonical, agentlog.chain\n"
+    code = ("import sys, agentlog, agentlog.events, agentlog.canonical, agentlog.chain\n"
             "heavy = {'pyarrow', 'pandas', 'ipywidgets', 'plotly', 'duckdb'} & set(sys.modules)\n"
             "print(sorted(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

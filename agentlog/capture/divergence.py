@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..canonical import canonical_json
-from ..event import USAGE_FIELDS, Event
+from ..events import USAGE_FIELDS, Event
 
 __all__ = ["COMPARED_FIELDS", "Divergence", "differing_fields"]
 

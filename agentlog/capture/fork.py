@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..event import FORK_STARTED, HTTP_RESPONSE, LLM_RESPONSE, STATE_PATCH, TOOL_RESULT
+from ..events import FORK_STARTED, HTTP_RESPONSE, LLM_RESPONSE, STATE_PATCH, TOOL_RESULT
 from .recorder import Recorder
 from .replay import recorded_inputs
 from .session import Program, Stopped, drive, program_reducers, resolve_store

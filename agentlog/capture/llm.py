@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..event import BlobRef, Event
+from ..events import BlobRef, Event
 from .usage import Usage, normalize_usage
 
 __all__ = ["LLMResult", "as_plain", "response_fields"]

@@ -29,7 +29,7 @@ standard projection: ``vars``, ``messages``, ``objects``, ``relations``, ``usage
 
 Pure: the reducers read events and states only.
 
->>> from agentlog.event import Event
+>>> from agentlog.events import Event
 >>> from agentlog.fold import fold
 >>> r = agent_reducers()
 >>> s = fold([Event(seq=0, type="run.started", payload={"inputs": {"ticket": 7}}),
@@ -51,7 +51,7 @@ from typing import Any, Final
 from pyrsistent import pmap
 
 from ..canonical import canonical_json
-from ..event import (
+from ..events import (
     APPROVAL_GRANTED,
     BUDGET_EXCEEDED,
     LLM_REQUEST,

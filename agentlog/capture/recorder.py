@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from ..errors import RecordError, ReplayMissError, ToolError
-from ..event import (ERROR, LLM_REQUEST, LLM_RESPONSE, SPAN_ENDED, SPAN_STARTED, STATE_PATCH,
+from ..events import (ERROR, LLM_REQUEST, LLM_RESPONSE, SPAN_ENDED, SPAN_STARTED, STATE_PATCH,
                      TOOL_CALL, TOOL_RESULT, BlobRef, Event)
 from ..keys import REQUEST_SLOTS, canonical_request, llm_key, tool_key
 from . import pricing

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DivergenceError
-from ..event import RUN_STARTED
+from ..events import RUN_STARTED
 from .divergence import Divergence
 from .recorder import Recorder
 from .session import Program, Stopped, drive, program_reducers, resolve_store

@@ -67,7 +67,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from ..errors import AgentError, ApprovalError, DivergenceError, ReducerError, ToolError
-from ..event import (
+from ..events import (
     APPROVAL_DENIED,
     APPROVAL_GRANTED,
     APPROVAL_REQUESTED,

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..errors import DivergenceError
-from ..event import RUN_FAILED, RUN_FINISHED, RUN_STARTED
+from ..events import RUN_FAILED, RUN_FINISHED, RUN_STARTED
 from .recorder import Recorder, activate
 from .sinks import WriterSink
 

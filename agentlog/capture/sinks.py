@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ..errors import DivergenceError
-from ..event import (APPROVAL_DENIED, APPROVAL_GRANTED, ERROR, FORK_STARTED, HTTP_RESPONSE, LLM_RESPONSE,
+from ..events import (APPROVAL_DENIED, APPROVAL_GRANTED, ERROR, FORK_STARTED, HTTP_RESPONSE, LLM_RESPONSE,
                      SPAN_ENDED, TOOL_RESULT, USAGE_FIELDS, BlobRef, Event)
 from .divergence import Divergence, differing_fields, payload_diff
 

@@ -24,7 +24,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 
-from ..event import ERROR, HTTP_REQUEST, HTTP_RESPONSE, BlobRef, Event
+from ..events import ERROR, HTTP_REQUEST, HTTP_RESPONSE, BlobRef, Event
 from ..keys import http_key
 from .recorder import Recorder, active_recorder
 

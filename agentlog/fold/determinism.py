@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..event import Event
+from ..events import Event
 from .diff import diff_states
 from .engine import (
     EventSource,
@@ -105,7 +105,7 @@ def check_determinism(source: EventSource | Sequence[Event] | Iterable[Event],
     Raises:
         ReducerError: a reducer raised.
 
-    >>> from agentlog.event import Event
+    >>> from agentlog.events import Event
     >>> events = [Event(seq=i, type="tool.result", duration_ms=1.0) for i in range(5)]
     >>> check_determinism(events, every=2).ok
     True

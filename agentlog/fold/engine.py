@@ -37,7 +37,7 @@ from typing import Any, Final, Protocol, TypeAlias
 from pyrsistent import PMap
 
 from ..errors import FoldError, ReducerError
-from ..event import STATE_PATCH, Event
+from ..events import STATE_PATCH, Event
 from ._transient import Slot, apply_ops
 from .reducers import Reducer, Reducers, patch_vars, reducer_name
 from .values import EMPTY_MAP, State, freeze
@@ -239,7 +239,7 @@ def fold(events: Iterable[Event], reducers: Reducers | Mapping[str, Any] | None 
         ReducerError: a reducer raised (``seq``, ``type``, ``reducer`` and ``cause`` say
             which), or returned something that is not a state.
 
-    >>> from agentlog.event import Event
+    >>> from agentlog.events import Event
     >>> state = fold([Event(seq=0, type="run.started"),
     ...               Event(seq=1, type="state.patch",
     ...                     payload={"ops": [{"op": "add", "path": "/plan", "value": ["look"]}]}),
@@ -272,7 +272,7 @@ class SnapshotIndex:
         every: events between snapshots (>= 1); :func:`default_every` of ``count`` when None
             (it stays as chosen when the run grows).
 
-    >>> from agentlog.event import Event
+    >>> from agentlog.events import Event
     >>> events = [Event(seq=i, type="state.patch",
     ...                 payload={"ops": [{"op": "add", "path": "/n", "value": i}]})
     ...           for i in range(10)]

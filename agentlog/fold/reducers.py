@@ -67,7 +67,7 @@ from typing import Any, Final, TypeAlias
 
 from pyrsistent import PMap, pmap
 
-from ..event import (
+from ..events import (
     APPROVAL_DENIED,
     APPROVAL_GRANTED,
     APPROVAL_REQUESTED,

@@ -2,7 +2,7 @@
 
 A state is a tree of pyrsistent ``PMap`` (JSON objects, string keys) and ``PVector`` (JSON
 arrays) whose leaves are ``str``, ``int``, ``float``, ``bool``, ``None`` or a
-:class:`~agentlog.event.BlobRef`, which stays as it is. Values enter the state through
+:class:`~agentlog.events.BlobRef`, which stays as it is. Values enter the state through
 :func:`freeze` and leave it through :func:`thaw`.
 
 Two equalities are used. :func:`json_equal` is RFC 6902's (the ``test`` op): ``1 == 1.0``,
@@ -43,7 +43,7 @@ def freeze(value: Any) -> Any:
 
     Persistent containers are taken as they are (they are frozen already), so moving a
     subtree of a state elsewhere costs nothing and keeps it shared. Scalars and
-    :class:`~agentlog.event.BlobRef` objects are kept as they are. Unlike
+    :class:`~agentlog.events.BlobRef` objects are kept as they are. Unlike
     ``pyrsistent.freeze``, tuples become vectors (JSON has only arrays) and already
     persistent values are not copied.
 
@@ -104,7 +104,7 @@ def json_equal(a: Any, b: Any) -> bool:
 
     Numbers compare by value (``1 == 1.0``); booleans equal only booleans; objects equal
     objects with the same members, arrays equal arrays element by element. A
-    :class:`~agentlog.event.BlobRef` equals its reference object.
+    :class:`~agentlog.events.BlobRef` equals its reference object.
 
     Args:
         a: a JSON-like value (plain or frozen).

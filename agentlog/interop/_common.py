@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from ..event import Event
+from ..events import Event
 from .errors import InteropFormatError
 
 if TYPE_CHECKING:

@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from ..event import (
+from ..events import (
     APPROVAL_GRANTED,
     APPROVAL_REQUESTED,
     BUDGET_EXCEEDED,

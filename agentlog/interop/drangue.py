@@ -42,6 +42,7 @@ unmapped.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -51,7 +52,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from ..event import (
+from ..canonical import canonical_json
+from ..events import (
     APPROVAL_DENIED,
     APPROVAL_GRANTED,
     APPROVAL_REQUESTED,
@@ -200,7 +202,9 @@ class _Mapper:
         cost = None
         if usage is not None and model:
             cost = pricing.cost(model, usage, provider=None, when=datetime.fromtimestamp(ts / 1e6, tz=UTC))
-        added = {"message": _message(p), "finish_reason": p.get("stop_reason"),
+        # drangue records no request: the key names this decision (stable for a re-import).
+        key = hashlib.sha256(canonical_json(finite(p)).encode()).hexdigest()
+        added = {"key": key, "model": model, "message": _message(p), "finish_reason": p.get("stop_reason"),
                  "cost_source": cost.source if cost is not None else "unknown", "cache_hit": False}
         columns = {"model": model, "duration_ms": e.duration_ms,
                    "input_tokens": usage.input_tokens if usage else None,

@@ -48,7 +48,7 @@ from typing import IO, TYPE_CHECKING, Any, Final
 from ..canonical import canonical_json
 from ..chain import GENESIS, chain_hash, event_body
 from ..errors import BlobNotFoundError, SchemaVersionError
-from ..event import Event
+from ..events import Event
 from ._common import Clock, Source, loads, no_gc, source_name, store_of
 from .errors import InteropFormatError, InteropIntegrityError
 

@@ -9,7 +9,7 @@ agentlog keeps messages as the recorder got them, OpenAI-chat-like: ``{"role", "
 into span attributes. Text, tool calls and tool results map both ways; other content parts
 (images, audio) are passed through as they are.
 
-Pure: no I/O. A :class:`~agentlog.event.BlobRef` content is turned into text by its caller.
+Pure: no I/O. A :class:`~agentlog.events.BlobRef` content is turned into text by its caller.
 """
 
 from __future__ import annotations

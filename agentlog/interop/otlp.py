@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from ..canonical import canonical_json
-from ..event import (
+from ..events import (
     ERROR,
     LLM_REQUEST,
     LLM_RESPONSE,

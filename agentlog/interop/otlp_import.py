@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from ..event import ERROR, LLM_REQUEST, LLM_RESPONSE, SPAN_ENDED, SPAN_STARTED, TOOL_CALL, TOOL_RESULT, Event
+from ..events import ERROR, LLM_REQUEST, LLM_RESPONSE, SPAN_ENDED, SPAN_STARTED, TOOL_CALL, TOOL_RESULT, Event
 from . import semconv as sc
 from ._common import finite, write_run
 from .messages import from_openinference, from_parts

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Final
 
 from ..errors import BlobIntegrityError, BlobNotFoundError
-from ..event import BlobRef
+from ..events import BlobRef
 from ._fs import fsync_dir, is_temp_name, write_atomic
 
 __all__ = ["BYTES_MEDIA_TYPE", "TEXT_MEDIA_TYPE", "BlobStore"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ..errors import InvalidBlobRefError
-from ..event import BlobRef
+from ..events import BlobRef
 from .blobs import BYTES_MEDIA_TYPE, TEXT_MEDIA_TYPE
 
 __all__ = ["DEFAULT_REDACT", "REDACTED", "PayloadPreparer", "PreparedPayload"]

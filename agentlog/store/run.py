@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ..chain import GENESIS
-from ..errors import EventNotFoundError
-from ..event import BlobRef, Event
+from ..errors import EventNotFoundError, EventSchemaError
+from ..events import BlobRef, Event, lift, registry
 from .lock import writer_is_live
 from .meta import read_meta
 from .segments import empty_table
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 __all__ = ["Run"]
 
 _BATCH = 4096
+#: The standard types: their payloads are lifted to the version this code reads.
+_LIFTED = frozenset(registry())
 
 
 class Run:
@@ -189,10 +191,10 @@ class Run:
                 continue
             lo = max(start, seg.first) - seg.first
             hi = min(stop, seg.end) - seg.first
-            yield from _table_events(seg.table.slice(lo, hi - lo), decode)
+            yield from _table_events(seg.table.slice(lo, hi - lo), decode, self.id)
         for row in snap.tail:
             if start <= row[0] < stop:
-                yield _row_event(row, decode)
+                yield _row_event(row, decode, self.id)
 
     def table(self) -> pa.Table:
         """All events (parent prefix, segments, WAL tail) as one table in the event schema."""
@@ -395,19 +397,25 @@ def _decoder(reader: Callable[[str], bytes]) -> Callable[[str], Any]:
     return decode
 
 
-def _table_events(table: pa.Table, decode: Callable[[str], Any]) -> Iterator[Event]:
+def _table_events(table: pa.Table, decode: Callable[[str], Any], run_id: str) -> Iterator[Event]:
     for batch in table.to_batches(max_chunksize=_BATCH):
         cols = [batch.column(i) for i in range(batch.num_columns)]
         cols[5] = cols[5].cast(pa.int64())  # ts: ints, not datetimes
         values = [c.to_pylist() for c in cols]
         for row in zip(*values, strict=True):
-            yield _row_event(row, decode)
+            yield _row_event(row, decode, run_id)
 
 
-def _row_event(row: tuple[Any, ...], decode: Callable[[str], Any]) -> Event:
+def _row_event(row: tuple[Any, ...], decode: Callable[[str], Any], run_id: str = "") -> Event:
     (seq, type, actor, caused_by, span_id, ts, payload, model, input_tokens, output_tokens,
      cached_tokens, cost_usd, duration_ms, hash) = row
-    return Event(seq=seq, type=type, payload=decode(payload), actor=actor, caused_by=caused_by,
+    data = decode(payload)
+    if type in _LIFTED:
+        try:
+            data = lift(type, data)  # an older payload, read in today's shape (never rewritten)
+        except EventSchemaError as exc:
+            raise exc.at(run_id, seq) from None
+    return Event(seq=seq, type=type, payload=data, actor=actor, caused_by=caused_by,
                  span_id=span_id, ts=ts, model=model, input_tokens=input_tokens,
                  output_tokens=output_tokens, cached_tokens=cached_tokens, cost_usd=cost_usd,
                  duration_ms=duration_ms, hash=hash)

@@ -21,8 +21,14 @@ from typing import TYPE_CHECKING, Any, Self
 
 from ..canonical import canonical_json
 from ..chain import chain_hash, event_body
-from ..errors import BlobNotFoundError, CanonicalJSONError, InvalidBlobRefError, RunClosedError
-from ..event import BlobRef, Event
+from ..errors import (
+    BlobNotFoundError,
+    CanonicalJSONError,
+    EventSchemaError,
+    InvalidBlobRefError,
+    RunClosedError,
+)
+from ..events import BlobRef, Body, Event, check_payload, lift
 from .lock import RunLock
 from .meta import iso_time, write_meta
 from .payload import PayloadPreparer
@@ -95,7 +101,7 @@ class RunWriter:
 
     # --- appending --------------------------------------------------------------------------
 
-    def emit(self, type: str, payload: Mapping[str, Any] | None = None, *,
+    def emit(self, type: str | Body, payload: Mapping[str, Any] | None = None, *,
              actor: str | None = None, caused_by: int | None = None,
              span_id: str | None = None, model: str | None = None,
              input_tokens: int | None = None, output_tokens: int | None = None,
@@ -103,25 +109,38 @@ class RunWriter:
              duration_ms: float | None = None) -> Event:
         """Append an event and return it as stored.
 
+        A standard event type (:mod:`agentlog.events`) is checked against its body class
+        before anything is written; other types are stored as they are.
+
         Args:
-            type: the dotted event type, e.g. ``llm.response``.
+            type: the dotted event type, e.g. ``llm.response``; or a typed body
+                (``LLMResponse(...)``), which gives the payload and the usage columns.
             payload: a mapping of JSON values; ``bytes`` and long strings become blobs,
-                redacted keys become ``"[REDACTED]"``.
+                redacted keys become ``"[REDACTED]"``. Not given with a body.
             actor, caused_by, span_id: where the event comes from.
             model, input_tokens, output_tokens, cached_tokens, cost_usd, duration_ms: usage,
-                coerced to int (tokens) and float (cost, duration).
+                coerced to int (tokens) and float (cost, duration). Not given with a body.
 
         Returns:
             The stored event: seq, ts and hash stamped, payload as stored (blob references as
-            :class:`~agentlog.event.BlobRef` objects).
+            :class:`~agentlog.events.BlobRef` objects).
 
         Raises:
             RunClosedError: the writer is closed.
             TypeError: the payload is not a mapping, or a field has the wrong type.
+            EventSchemaError: the payload of a standard type does not fit its body class.
             CanonicalJSONError: a value has no canonical JSON form (path ``payload.…``).
             InvalidBlobRefError: a blob reference in the payload is malformed.
             BlobNotFoundError: a blob reference in the payload names a blob not stored.
         """
+        if isinstance(type, Body):
+            given = (payload, model, input_tokens, output_tokens, cached_tokens, cost_usd, duration_ms)
+            if any(v is not None for v in given):
+                raise TypeError(f"run {self.id!r}: a {type.TYPE} body carries its payload and usage "
+                                "columns; pass only actor, caused_by and span_id with it")
+            columns = type.columns()
+            return self._write(type.TYPE, type.to_payload(), actor=actor, caused_by=caused_by,
+                               span_id=span_id, checked=True, **_usage_columns(columns))
         return self._write(type, payload, actor=actor, caused_by=caused_by, span_id=span_id,
                            model=model, input_tokens=input_tokens, output_tokens=output_tokens,
                            cached_tokens=cached_tokens, cost_usd=cost_usd,
@@ -169,8 +188,10 @@ class RunWriter:
                caused_by: int | None, span_id: str | None, model: str | None,
                input_tokens: int | None, output_tokens: int | None, cached_tokens: int | None,
                cost_usd: float | None, duration_ms: float | None,
-               at: tuple[int, int] | None = None, expect: str | None = None) -> Event:
-        """The one append path: ``at`` = (seq, ts) of an event copied in, ``expect`` its hash."""
+               at: tuple[int, int] | None = None, expect: str | None = None,
+               checked: bool = False) -> Event:
+        """The one append path: ``at`` = (seq, ts) of an event copied in, ``expect`` its hash,
+        ``checked`` for a payload built by a body (already checked)."""
         with self._mutex:
             if self._closed:
                 raise RunClosedError(self.id)
@@ -184,6 +205,8 @@ class RunWriter:
                 raise TypeError(f"{where}: payload must be a mapping, got {_tname(payload)}")
             if not isinstance(type, str) or not type:
                 raise TypeError(f"{where}: type must be a non-empty str, got {type!r}")
+            if at is None and not checked:
+                payload = _current(type, payload, self.id, seq)  # a new event is written as today's
             try:
                 prepared = self._prep.prepare(payload)
             except InvalidBlobRefError as exc:
@@ -192,6 +215,8 @@ class RunWriter:
                 payload_json = canonical_json(prepared.value, path="payload")
             except CanonicalJSONError as exc:
                 raise CanonicalJSONError(exc.path, f"{exc.problem} ({where})") from None
+            if not checked:  # a program's own event is strict; an imported one keeps extra keys
+                _check_body(type, prepared.value, self.id, seq, strict=at is None)
             for ref, path in prepared.refs:
                 self._check_ref(ref, path, where)
             actor = _text(actor, "actor", where)
@@ -369,3 +394,24 @@ def _real(value: Any, name: str, where: str) -> float | None:
         what = "NaN" if math.isnan(number) else "infinity"
         raise CanonicalJSONError(name, f"{what} is not JSON; use None ({where})")
     return number
+
+
+def _usage_columns(columns: Mapping[str, Any]) -> dict[str, Any]:
+    names = ("model", "input_tokens", "output_tokens", "cached_tokens", "cost_usd", "duration_ms")
+    return {name: columns.get(name) for name in names}
+
+
+def _current(type: str, payload: Mapping[str, Any], run_id: str, seq: int) -> Mapping[str, Any]:
+    """A standard payload of an older version, lifted to the version this code writes."""
+    try:
+        return lift(type, payload)
+    except EventSchemaError as exc:
+        raise exc.at(run_id, seq) from None
+
+
+def _check_body(type: str, payload: Mapping[str, Any], run_id: str, seq: int, *, strict: bool) -> None:
+    """Check a standard event's payload against its body class, naming the run and the seq."""
+    try:
+        check_payload(type, payload, strict=strict)
+    except EventSchemaError as exc:
+        raise exc.at(run_id, seq) from None

@@ -26,7 +26,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the test extra is missing
     raise missing_dependency("hypothesis", "test") from exc
 
-from ..event import (
+from ..events import (
     APPROVAL_DENIED,
     APPROVAL_GRANTED,
     APPROVAL_REQUESTED,

@@ -38,7 +38,7 @@ import ipywidgets as widgets
 
 from ..capture.fork import Edit, fork, patch_state, replace_input, replace_response
 from ..capture.runtime import approve, deny, resume
-from ..event import (
+from ..events import (
     APPROVAL_DENIED,
     APPROVAL_GRANTED,
     APPROVAL_REQUESTED,

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import EventNotFoundError
-from ..event import Event
+from ..events import Event
 from ..fold import Patch, Reducers, State, diff_states, fold
 from ._kernel import KernelView
 from .html import esc as _e

@@ -107,7 +107,8 @@ def golden_runs(store: Any) -> tuple[Any, Any]:
 
     f = store.create_run(run_id="g2", name="triage fork@9", clock=clock, durability="none",
                          fork_of=("g1", 9), tags={"fork_of": "g1", "fork_seq": 9})
-    f.emit("fork.started", {"parent_run": "g1", "parent_seq": 9, "edits": []}, actor="fork")
+    f.emit("fork.started", {"parent_run": "g1", "parent_seq": 9, "parent_hash": f.head, "edits": []},
+           actor="fork")
     f.emit("state.patch", {"ops": [{"op": "add", "path": "/decision", "value": "wait"}]}, span_id="s1")
     f.emit("object.created", {"id": "svc-api", "kind": "service", "data": {"state": "ok"}},
            span_id="s1", actor="triage")

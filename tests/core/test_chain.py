@@ -6,7 +6,7 @@ import pytest
 
 from agentlog.canonical import canonical_json
 from agentlog.chain import GENESIS, ProblemKind, body_of, chain_hash, check_chain, event_body
-from agentlog.event import Event
+from agentlog.events import Event
 
 
 def make_rows(n: int) -> list[tuple[int, str, str]]:

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from agentlog.errors import InvalidBlobRefError
-from agentlog.event import BlobRef, Event, is_blob_json
+from agentlog.events import BlobRef, Event, is_blob_json
 
 HEX = "0123456789abcdef" * 4
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from agentlog.event import Event
+from agentlog.events import Event
 from agentlog.fold import DeterminismReport, Reducers, State, check_determinism, diff_states
 
 STANDARD = Reducers.standard()

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pyrsistent import pmap
 
-from agentlog.event import Event
+from agentlog.events import Event
 from agentlog.fold import Patch, apply_patch, diff_states, fold, freeze, same_value, thaw
 from agentlog.fold import diff as diff_module
 

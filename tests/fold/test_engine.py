@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agentlog.errors import FoldError, ReducerError
-from agentlog.event import Event
+from agentlog.events import Event
 from agentlog.fold import Reducers, SnapshotIndex, State, diff_states, fold, thaw
 from agentlog.fold.engine import _step, as_events_fn
 

@@ -10,7 +10,7 @@ import pytest
 from pyrsistent import pmap, pvector
 
 from agentlog.errors import FoldError, PatchError, PatchTestError
-from agentlog.event import BlobRef
+from agentlog.events import BlobRef
 from agentlog.fold import _pmap_fast, apply_patch, freeze, json_equal, parse_pointer, same_value, thaw
 
 DATA = Path(__file__).parent / "data" / "json-patch-tests"

@@ -28,7 +28,7 @@ def test_the_fold_does_no_io() -> None:
     """No file, socket or subprocess calls while folding (audit hooks see every one)."""
     code = r"""
 import sys
-from agentlog.event import Event
+from agentlog.events import Event
 from agentlog.fold import Reducers, SnapshotIndex, check_determinism, diff_states, fold
 events = [Event(seq=i, type="state.patch", payload={"ops": [{"op": "add", "path": f"/k{i%9}", "value": i}]})
           for i in range(300)]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agentlog.errors import PatchError, ReducerError
-from agentlog.event import Event
+from agentlog.events import Event
 from agentlog.fold import INITIAL, ReducerRegistrationWarning, Reducers, State, fold, freeze, reducer, thaw
 from agentlog.fold import reducers as reducers_module
 
@@ -178,7 +178,7 @@ def test_creating_an_existing_object_is_a_reducer_error() -> None:
 
 def test_approvals_and_status() -> None:
     events = [
-        ev(0, "run.started", {"input": "go"}),
+        ev(0, "run.started", {"inputs": "go"}),
         ev(1, "approval.requested", {"action": "send email", "reason": "external"}),
         ev(2, "approval.requested", {"action": "pay", "reason": "money"}),
         ev(3, "approval.granted", {"request": 1, "by": "ana", "note": "ok"}),

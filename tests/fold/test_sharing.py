@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from itertools import pairwise
 
-from agentlog.event import Event
+from agentlog.events import Event
 from agentlog.fold import Reducers, SnapshotIndex, diff_states
 
 N = 1_000

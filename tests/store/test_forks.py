@@ -47,7 +47,7 @@ def test_fork_writer_starts_after_the_cut(store: Store) -> None:
     parent = make_run(store, 4, run_id="p")
     w = store.create_run(run_id="f", fork_of=("p", 1))
     assert (w.seq, w.head) == (2, parent.event(1).hash)
-    e = w.emit("fork.started", {"parent": "p"})
+    e = w.emit("note", {"parent": "p"})
     assert e.seq == 2
     w.close()
     assert store.run("f").verify().ok

@@ -9,7 +9,7 @@ import pytest
 from _store_helpers import FixedClock, sha, tree_bytes
 
 from agentlog.errors import BlobNotFoundError, CanonicalJSONError, InvalidBlobRefError
-from agentlog.event import BlobRef
+from agentlog.events import BlobRef
 from agentlog.store import Store
 
 
@@ -77,22 +77,22 @@ def test_a_refused_emit_leaves_the_run_untouched(store: Store, writer: Any) -> N
 
 def test_usage_nan_and_types(writer: Any) -> None:
     with pytest.raises(CanonicalJSONError) as info:
-        writer.emit("llm.response", {}, cost_usd=float("nan"))
+        writer.emit("note", {}, cost_usd=float("nan"))
     assert str(info.value) == "cost_usd: NaN is not JSON; use None (run 'p', seq 1)"
     with pytest.raises(TypeError, match="input_tokens must be a whole number"):
-        writer.emit("llm.response", {}, input_tokens=1.5)
+        writer.emit("note", {}, input_tokens=1.5)
     with pytest.raises(ValueError, match="does not fit in int64"):
-        writer.emit("llm.response", {}, output_tokens=2**63)
+        writer.emit("note", {}, output_tokens=2**63)
     with pytest.raises(ValueError, match="caused_by 5 is not an earlier seq"):
         writer.emit("note", {}, caused_by=5)
-    e = writer.emit("llm.response", {}, input_tokens=10.0, cost_usd=2, duration_ms=True)
+    e = writer.emit("note", {}, input_tokens=10.0, cost_usd=2, duration_ms=True)
     assert (e.input_tokens, e.cost_usd, e.duration_ms) == (10, 2.0, 1.0)
 
 
 def test_redaction_before_anything_reaches_disk(store: Store) -> None:
     w = store.create_run(run_id="red", redact=["X-Session"])
     secret = "sk-very-secret-token-123"
-    e = w.emit("http.request", {
+    e = w.emit("x.request", {
         "headers": {"Authorization": secret, "proxy-authorization": secret, "API-Key": secret,
                     "x-api-key": secret, "Cookie": secret, "set-cookie": secret,
                     "x-session": secret, "accept": "text/html"},

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentlog.event import BlobRef
+from agentlog.events import BlobRef
 from agentlog.store import Store
 
 # "$blob" keys are blob references, refused when malformed (test_payload.py)

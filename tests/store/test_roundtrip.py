@@ -13,20 +13,20 @@ import pytest
 from _store_helpers import FixedClock, make_run
 
 from agentlog.chain import GENESIS, chain_hash, event_body
-from agentlog.event import BlobRef
+from agentlog.events import BlobRef
 from agentlog.store import SCHEMA, Store
 from agentlog.store.segments import SCHEMA_VERSION_KEY
 
 EVENTS = [
-    {"type": "run.started", "payload": {"input": "héllo ✓ 日本語 🙂"}},
-    {"type": "llm.response", "payload": {"content": "ok", "n": [0.1, 1e-300, 2**62, -(2**70)]},
+    {"type": "x.started", "payload": {"input": "héllo ✓ 日本語 🙂"}},
+    {"type": "x.response", "payload": {"content": "ok", "n": [0.1, 1e-300, 2**62, -(2**70)]},
      "actor": "agent-Ω", "caused_by": 0, "span_id": "span-1", "model": "gpt-x",
      "input_tokens": 2**62, "output_tokens": 0, "cached_tokens": -1, "cost_usd": 0.1,
      "duration_ms": 1234.5},
     {"type": "note", "payload": {}, "actor": None, "caused_by": None, "span_id": None,
      "model": None, "input_tokens": None, "output_tokens": None, "cached_tokens": None,
      "cost_usd": None, "duration_ms": None},
-    {"type": "tool.result", "payload": {"nested": {"deep": [{"x": None, "t": True, "f": False}]},
+    {"type": "x.result", "payload": {"nested": {"deep": [{"x": None, "t": True, "f": False}]},
                                         "quote": "\"\\\n\t\u0001"},
      "cost_usd": 0.0, "duration_ms": 0.0},
     {"type": "x.custom", "payload": {"k": "v"}, "model": "m", "input_tokens": 1,
@@ -122,7 +122,7 @@ def test_payload_column_is_canonical_json_with_blob_refs(store: Store) -> None:
 def test_nested_blobs_read_back_as_attached_blobrefs(store: Store) -> None:
     w = store.create_run(run_id="nb", blob_threshold=8)
     page = "<html>" + "p" * 100 + "</html>"
-    e = w.emit("http.response", {"body": page, "parts": [{"img": b"\x89PNG"}, {"t": "é" * 5}]})
+    e = w.emit("x.response", {"body": page, "parts": [{"img": b"\x89PNG"}, {"t": "é" * 5}]})
     w.close()
     back = store.run("nb").event(0)
     assert back == e

@@ -168,7 +168,7 @@ def test_reopen_and_append(store: Store) -> None:
     w = store.writer("re")
     assert (w.seq, w.head) == (5, store.run("re").head)
     assert store.run("re").status == "open"
-    e = w.emit("approval.granted", {"by": "me"})
+    e = w.emit("x.granted", {"by": "me"})
     assert e.seq == 5
     w.close("closed")
     run = store.run("re")

@@ -35,7 +35,7 @@ def span_run(store: Any, n_spans: int, *, run_id: str = "synthetic", error_every
     clock = StepClock()
     w = store.create_run(run_id=run_id, name=run_id, clock=clock, durability="none",
                          segment_events=1_000_000)
-    w.emit("run.started", {"input": "synthetic"})
+    w.emit("run.started", {"inputs": "synthetic"})
     clock.advance(0.001)
     w.emit("span.started", {"name": "agent", "kind": "agent", "parent": None}, span_id="root",
            actor="agent")

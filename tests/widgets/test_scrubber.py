@@ -143,10 +143,10 @@ def test_out_of_range_seqs_name_the_run_and_the_seq(store: Any) -> None:
 def hostile(store: Any) -> Any:
     """A run whose payloads, actor, state keys and values are HTML, one payload a blob."""
     w = store.create_run(run_id="hostile", durability="none")
-    w.emit("run.started", {"input": "<img src=x onerror=alert(1)>"}, actor="<b>me</b>")
+    w.emit("run.started", {"inputs": "<img src=x onerror=alert(1)>"}, actor="<b>me</b>")
     w.emit("note", {"text": "<script>alert('x')</script>"}, caused_by=0)
     w.emit("state.patch", {"ops": [{"op": "add", "path": "/<script>", "value": "</details><script>1</script>"}]})
-    w.emit("tool.result", {"name": "fetch", "result": "<p>" + "x" * 40_000}, caused_by=1)
+    w.emit("tool.result", {"key": "k", "name": "fetch", "result": "<p>" + "x" * 40_000}, caused_by=1)
     w.close("finished")
     return store.run("hostile")
 

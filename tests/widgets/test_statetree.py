@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agentlog.event import BlobRef
+from agentlog.events import BlobRef
 from agentlog.fold import apply_patch, diff_states, freeze
 from agentlog.widgets.statetree import highlighted_paths, marked_paths, render_state
 

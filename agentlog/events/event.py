@@ -1,4 +1,4 @@
-"""The event, the blob reference, and the names of the standard event types.
+"""The event and the blob reference.
 
 An :class:`Event` only holds values: the writer stamps ``seq``, ``ts`` and ``hash`` when it
 appends. A :class:`BlobRef` names content-addressed bytes; reading them goes through a reader
@@ -14,45 +14,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from .errors import InvalidBlobRefError
+from ..errors import InvalidBlobRefError
 
-__all__ = [
-    "APPROVAL_DENIED", "APPROVAL_GRANTED", "APPROVAL_REQUESTED", "BUDGET_EXCEEDED", "BlobRef",
-    "ERROR", "Event", "FORK_STARTED", "HTTP_REQUEST", "HTTP_RESPONSE", "LLM_REQUEST",
-    "LLM_RESPONSE", "NOTE", "OBJECT_CREATED", "OBJECT_UPDATED", "RELATION_CREATED",
-    "RUN_FAILED", "RUN_FINISHED", "RUN_STARTED", "SPAN_ENDED", "SPAN_STARTED", "STANDARD_TYPES",
-    "STATE_PATCH", "TOOL_CALL", "TOOL_RESULT", "USAGE_FIELDS", "is_blob_json",
-]
-
-RUN_STARTED: Final = "run.started"
-RUN_FINISHED: Final = "run.finished"
-RUN_FAILED: Final = "run.failed"
-SPAN_STARTED: Final = "span.started"
-SPAN_ENDED: Final = "span.ended"
-LLM_REQUEST: Final = "llm.request"
-LLM_RESPONSE: Final = "llm.response"
-TOOL_CALL: Final = "tool.call"
-TOOL_RESULT: Final = "tool.result"
-HTTP_REQUEST: Final = "http.request"
-HTTP_RESPONSE: Final = "http.response"
-STATE_PATCH: Final = "state.patch"
-OBJECT_CREATED: Final = "object.created"
-OBJECT_UPDATED: Final = "object.updated"
-RELATION_CREATED: Final = "relation.created"
-APPROVAL_REQUESTED: Final = "approval.requested"
-APPROVAL_GRANTED: Final = "approval.granted"
-APPROVAL_DENIED: Final = "approval.denied"
-BUDGET_EXCEEDED: Final = "budget.exceeded"
-ERROR: Final = "error"
-NOTE: Final = "note"
-FORK_STARTED: Final = "fork.started"
-
-STANDARD_TYPES: Final = frozenset({
-    RUN_STARTED, RUN_FINISHED, RUN_FAILED, SPAN_STARTED, SPAN_ENDED, LLM_REQUEST, LLM_RESPONSE,
-    TOOL_CALL, TOOL_RESULT, HTTP_REQUEST, HTTP_RESPONSE, STATE_PATCH, OBJECT_CREATED,
-    OBJECT_UPDATED, RELATION_CREATED, APPROVAL_REQUESTED, APPROVAL_GRANTED, APPROVAL_DENIED,
-    BUDGET_EXCEEDED, ERROR, NOTE, FORK_STARTED,
-})
+__all__ = ["USAGE_FIELDS", "BlobRef", "Event", "is_blob_json"]
 
 #: The typed usage columns, in schema order: filled on ``llm.response`` / ``tool.result``.
 USAGE_FIELDS: Final = ("model", "input_tokens", "output_tokens", "cached_tokens",

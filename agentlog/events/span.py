@@ -1,0 +1,53 @@
+"""Spans: named, nested stretches of a run (an agent turn, a model call, a tool call).
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .base import Body, Text, event_type, optional
+
+__all__ = ["INTERRUPTED", "SpanEnded", "SpanStarted"]
+
+#: The ``error`` of a ``span.ended`` that a resume wrote for a span a crash left open (or
+#: that Ctrl-C closed): the run can be resumed from there.
+INTERRUPTED: Final = "interrupted"
+
+
+@event_type("span.started")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpanStarted(Body):
+    """A span opened; its id is the event's ``span_id``."""
+
+    name: str
+    """What the span is, e.g. the model or tool name."""
+    kind: str
+    """``agent``, ``llm``, ``tool``, ``chain``, ``http``, ..."""
+    parent: str | None = None
+    """The enclosing span's id."""
+    attributes: Mapping[str, Any] | None = optional()
+    """More about it (the loop runtime's step number, OpenTelemetry attributes, ...)."""
+    otel: Mapping[str, Any] | None = optional()
+    """For a span from OpenTelemetry: its trace id, span id, parent span id, kind and scope."""
+
+
+@event_type("span.ended")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpanEnded(Body):
+    """A span closed: ``ok``, or ``error`` with the error text (:data:`INTERRUPTED` after a crash)."""
+
+    name: str | None = None
+    """The span's name, as when it started."""
+    status: str = "ok"
+    """``ok`` or ``error``."""
+    error: Text | None = None
+    """What went wrong, for ``error``."""
+
+    @property
+    def interrupted(self) -> bool:
+        """True for the close of a span that a crash or Ctrl-C cut short."""
+        return self.status == "error" and self.error == INTERRUPTED
