@@ -40,7 +40,6 @@ from typing import Any
 from agentlog.event import Event
 from agentlog.fold import Reducers, SnapshotIndex, diff_states, fold, freeze, thaw
 from agentlog.fold.engine import default_every
-from agentlog.fold.pointer import _PARSED
 
 
 def log(*parts: Any) -> None:
@@ -207,12 +206,12 @@ def memory(name: str, gen: Any, n: int, reducers: Reducers, every: int) -> dict[
 
     def final_only() -> Any:
         state = fold(gen(n), reducers)
-        _PARSED.clear()  # the parsed-pointer cache is not part of any state
+
         return state
 
     def build_all() -> SnapshotIndex:
         index = SnapshotIndex(lambda a, b: islice(gen(n), a, b), n, reducers, every=every).build()
-        _PARSED.clear()
+
         return index
 
     final_bytes, _final = traced(final_only)
