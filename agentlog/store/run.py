@@ -223,8 +223,11 @@ class Run:
     # --- state: a fold over the log (the shell feeds events; agentlog.fold folds) ------------
 
     def _index(self, reducers: Any) -> Any:
-        """The snapshot index for a reducer set, built once and extended as the run grows."""
+        """The snapshot index for a reducer set, made once and extended as the run grows; it
+        starts from the run's checkpoints for that set (:mod:`.checkpoints`)."""
         from ..fold import SnapshotIndex
+        from ..fold.engine import _resolve
+        from .checkpoints import StoredStates
         key = id(reducers)
         held = self._indexes.get(key)
         if held is not None and held[0] is reducers:
@@ -232,20 +235,41 @@ class Run:
             if len(index) != len(self):
                 index.extend(len(self))
             return index
-        index = SnapshotIndex(lambda start, stop: self.iter_events(start, stop), len(self), reducers)
+        resolved = _resolve(reducers)
+        index = SnapshotIndex(lambda start, stop: self.iter_events(start, stop), len(self), resolved,
+                              stored=StoredStates(self, resolved))
         self._indexes[key] = (reducers, index)
         return index
 
     def state_at(self, n: int, *, reducers: Any = None) -> Any:
-        """The state after event ``n`` (``-1``: the initial state), through a snapshot index.
+        """The state after event ``n`` (``-1``: the initial state).
 
-        The first call builds the index with one bulk fold; later calls fold at most K events
-        from the nearest snapshot.
+        Starts from the nearest of: the run's newest checkpoint at or before ``n`` for these
+        reducers (read lazily: only the nodes the fold touches), a snapshot this run object
+        made before, or the last state asked for; then folds the events from there to ``n``.
+        So the first call costs the events between ``n`` and the checkpoint before it, not
+        the whole run, and stepping forward costs one event. A checkpoint that fails a check
+        is not used (:class:`~agentlog.errors.CheckpointWarning`) and the state is folded from
+        the log.
 
         Args:
             n: a seq of this run, or ``-1`` for the state before the first event.
             reducers: a :class:`~agentlog.fold.Reducers` set (default: the default projection).
         """
+        from ..errors import CheckpointError, ReducerError
+        for _ in range(8):
+            index = self._index(reducers)
+            try:
+                return index.at(n)
+            except (CheckpointError, ReducerError) as exc:
+                cause = exc if isinstance(exc, CheckpointError) else exc.__cause__
+                if not isinstance(cause, CheckpointError):
+                    raise
+                index._stored.drop_all(cause)  # a pack changed under us: start again without it
+                self._indexes.pop(id(reducers), None)
+                stored = index._stored
+                fresh = self._index(reducers)
+                fresh._stored.dropped |= stored.dropped
         return self._index(reducers).at(n)
 
     def states(self, start: int = 0, stop: int | None = None, *,
