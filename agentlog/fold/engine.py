@@ -247,6 +247,9 @@ class SnapshotIndex:
             (it stays as chosen when the run grows).
         stored: ``stored(n)``, the nearest stored state at or before ``n`` (see
             :data:`StoredFn`); the index then folds only from there.
+        fold_events: like ``events``, but may give ``state.patch`` events as any object with
+            ``seq``, ``type`` and ``payload`` (cheaper to make from a table); used for folding
+            when ``state.patch`` has only the standard reducer, never handed to callers.
 
     >>> from agentlog.event import Event
     >>> events = [Event(seq=i, type="state.patch",
@@ -261,7 +264,7 @@ class SnapshotIndex:
 
     def __init__(self, events: EventsFn, count: int, reducers: Reducers | Mapping[str, Any] | None = None,
                  initial: Mapping[str, Any] | None = None, *, every: int | None = None,
-                 stored: StoredFn | None = None) -> None:
+                 stored: StoredFn | None = None, fold_events: EventsFn | None = None) -> None:
         if type(count) is not int or count < 0:
             raise ValueError(f"count must be a non-negative int, got {count!r}")
         every = default_every(count) if every is None else every
@@ -276,6 +279,10 @@ class SnapshotIndex:
         self._folded = 0  # events the bulk fold has covered
         self._last: tuple[int, State] | None = None  # the latest at() answer, to step on from
         self._stored = stored
+        # what the fold reads: may give, for state.patch, a lighter object with only seq,
+        # type and payload (all the fast path reads), when that path is on
+        fast = self._reducers._table.get(STATE_PATCH) == (patch_vars,)
+        self._fold_events = fold_events if fold_events is not None and fast else events
         self._kept: OrderedDict[int, State] = OrderedDict()  # with stored: j -> state, LRU
 
     @classmethod
@@ -334,7 +341,7 @@ class SnapshotIndex:
             if k == len(snapshots) * every:
                 snapshots.append(state)
 
-        _, n = _drive(self._events(start, self._count), self._reducers, snapshots[-1],
+        _, n = _drive(self._fold_events(start, self._count), self._reducers, snapshots[-1],
                       every=every, done=start, on_boundary=keep)
         self._check_read(start, self._count, n)
         self._folded = self._count
@@ -409,10 +416,10 @@ class SnapshotIndex:
             if seq == n:
                 return state
         if self._stored is not None:
-            state, folded = _drive(self._events(seq + 1, n + 1), self._reducers, state,
+            state, folded = _drive(self._fold_events(seq + 1, n + 1), self._reducers, state,
                                    every=self._every, done=seq + 1, on_boundary=self._keep)
         else:
-            state, folded = _drive(self._events(seq + 1, n + 1), self._reducers, state)
+            state, folded = _drive(self._fold_events(seq + 1, n + 1), self._reducers, state)
         self._check_read(seq + 1, n + 1, folded)
         self._last = (n, state)
         return state

@@ -11,13 +11,14 @@ import json
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+import orjson
 import pyarrow as pa
 
 from ..chain import GENESIS
 from ..errors import EventNotFoundError
-from ..event import BlobRef, Event
+from ..event import STATE_PATCH, BlobRef, Event
 from .lock import writer_is_live
 from .meta import read_meta
 from .segments import empty_table
@@ -166,11 +167,17 @@ class Run:
     def iter_events(self, start: int = 0, stop: int | None = None) -> Iterator[Event]:
         """The events with ``start <= seq < stop``, in order.
 
-        Seeks to the segments that hold them and converts a batch of rows at a time.
+        Seeks to the segments that hold them and converts a batch of 4,096 rows at a time
+        (columns to lists once, payloads decoded by one orjson call per batch).
 
         Raises:
             ValueError: ``start`` is negative.
         """
+        return self._iter_events(start, stop, light=False)
+
+    def _iter_events(self, start: int, stop: int | None, *, light: bool) -> Iterator[Any]:
+        """:meth:`iter_events`; ``light``: ``state.patch`` rows as :class:`PatchRow` (the fold's
+        fast path reads only seq, type and payload)."""
         if start < 0:
             raise ValueError(f"start must be >= 0, got {start}")
         snap = self._snapshot()
@@ -181,7 +188,7 @@ class Run:
         if at is not None and start <= at:
             parent = self.parent
             assert parent is not None
-            yield from parent.iter_events(start, min(stop, at + 1))
+            yield from parent._iter_events(start, min(stop, at + 1), light=light)
             start = at + 1
         decode = _decoder(self.store.blobs.read)
         for seg in snap.segments:
@@ -189,7 +196,7 @@ class Run:
                 continue
             lo = max(start, seg.first) - seg.first
             hi = min(stop, seg.end) - seg.first
-            yield from _table_events(seg.table.slice(lo, hi - lo), decode)
+            yield from _table_events(seg.table.slice(lo, hi - lo), decode, light)
         for row in snap.tail:
             if start <= row[0] < stop:
                 yield _row_event(row, decode)
@@ -237,7 +244,8 @@ class Run:
             return index
         resolved = _resolve(reducers)
         index = SnapshotIndex(lambda start, stop: self.iter_events(start, stop), len(self), resolved,
-                              stored=StoredStates(self, resolved))
+                              stored=StoredStates(self, resolved),
+                              fold_events=lambda start, stop: self._iter_events(start, stop, light=True))
         self._indexes[key] = (reducers, index)
         return index
 
@@ -414,18 +422,52 @@ def _decoder(reader: Callable[[str], bytes]) -> Callable[[str], Any]:
 
     def decode(text: str) -> Any:
         # The hook costs a call per object; only payloads that hold a blob ref pay for it.
-        return json.loads(text, object_hook=hook) if '"$blob"' in text else json.loads(text)
+        return json.loads(text, object_hook=hook) if '"$blob"' in text else orjson.loads(text)
 
     return decode
 
 
-def _table_events(table: pa.Table, decode: Callable[[str], Any]) -> Iterator[Event]:
+def _payloads(texts: list[str], decode: Callable[[str], Any]) -> list[Any]:
+    """Decode a batch of payloads: one orjson call for the batch (the texts are canonical
+    JSON objects, so joined with commas they make one array); those with a blob reference
+    go through ``decode`` again to turn the references into :class:`BlobRef` objects."""
+    values: list[Any] = orjson.loads("[" + ",".join(texts) + "]")
+    for i, text in enumerate(texts):
+        if '"$blob"' in text:
+            values[i] = decode(text)
+    return values
+
+
+class PatchRow(NamedTuple):
+    """A ``state.patch`` row as the fold's fast path reads it (made for folding only)."""
+
+    seq: int
+    type: str
+    payload: Any
+
+
+def _table_events(table: pa.Table, decode: Callable[[str], Any], light: bool = False) -> Iterator[Any]:
+    """Events from a table, a batch of 4,096 rows at a time: columns turned into Python
+    lists once, payloads decoded in bulk (:func:`_payloads`). ``light``: a batch of
+    ``state.patch`` rows only is read as :class:`PatchRow` objects from three columns."""
     for batch in table.to_batches(max_chunksize=_BATCH):
+        if light:
+            types = batch.column(1)
+            if len(types.dictionary) == 1 and types.dictionary[0].as_py() == STATE_PATCH \
+                    and types.null_count == 0:
+                seqs = batch.column(0).to_pylist()
+                payloads = _payloads(batch.column(6).to_pylist(), decode)
+                yield from map(PatchRow, seqs, [STATE_PATCH] * len(seqs), payloads)
+                continue
         cols = [batch.column(i) for i in range(batch.num_columns)]
         cols[5] = cols[5].cast(pa.int64())  # ts: ints, not datetimes
         values = [c.to_pylist() for c in cols]
+        values[6] = _payloads(values[6], decode)
         for row in zip(*values, strict=True):
-            yield _row_event(row, decode)
+            yield Event(seq=row[0], type=row[1], payload=row[6], actor=row[2], caused_by=row[3],
+                        span_id=row[4], ts=row[5], model=row[7], input_tokens=row[8],
+                        output_tokens=row[9], cached_tokens=row[10], cost_usd=row[11],
+                        duration_ms=row[12], hash=row[13])
 
 
 def _row_event(row: tuple[Any, ...], decode: Callable[[str], Any]) -> Event:

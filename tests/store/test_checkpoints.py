@@ -71,13 +71,13 @@ def test_a_fresh_process_starts_from_the_nearest_checkpoint(tmp_path: Path) -> N
     assert [c.seq for c in list_checkpoints(run.path)] == [99, 199, 299]
     fresh = Store(tmp_path).run("g")
     read: list[tuple[int, int]] = []
-    real = fresh.iter_events
+    real = fresh._iter_events
 
-    def counting(start: int = 0, stop: int | None = None) -> Any:
+    def counting(start: int, stop: int | None, *, light: bool) -> Any:
         read.append((start, stop))
-        return real(start, stop)
+        return real(start, stop, light=light)
 
-    fresh.iter_events = counting  # type: ignore[method-assign]
+    fresh._iter_events = counting  # type: ignore[method-assign]
     state = fresh.state_at(250, reducers=STANDARD)
     # the events after the checkpoint at 199, not the whole run (and event 199 for its hash)
     assert read == [(199, 200), (200, 251)]
@@ -128,8 +128,9 @@ def test_changing_the_reducers_or_the_log_makes_checkpoints_stale(tmp_path: Path
     manifest.write_text(manifest.read_text().replace(run.event(49).hash, "0" * 64))
     stale = Store(tmp_path).run("g")
     read: list[Any] = []
-    real = stale.iter_events
-    stale.iter_events = lambda start=0, stop=None: read.append((start, stop)) or real(start, stop)  # type: ignore[method-assign]
+    real = stale._iter_events
+    stale._iter_events = (  # type: ignore[method-assign]
+        lambda start, stop, *, light: read.append((start, stop)) or real(start, stop, light=light))
     assert thaw(stale.state_at(49, reducers=STANDARD)) == thaw(fold(events_of(run), STANDARD))
     assert read == [(49, 50), (39, 40), (40, 50)]  # 49's hash differs: the checkpoint at 39 instead
 
