@@ -179,6 +179,45 @@ class WriterSink:
         self.cache = cache
         self.edits = dict(edits or {})
         self.observer: Observer | None = None
+        self._checkpoints: Any = None
+        self._state: Callable[[], Any] | None = None
+        self._due: int | None = None
+
+    def checkpoint_from(self, state: Callable[[], Any], reducers: Any) -> None:
+        """Checkpoint ``state()`` (the recorder's folded state) where the writer seals a
+        segment, and at close for runs of :data:`~agentlog.store.checkpoints.CLOSE_MIN` events
+        or more (smaller runs fold in milliseconds). A checkpoint that cannot be written warns
+        (:class:`~agentlog.errors.CheckpointWarning`); the recording goes on."""
+        from ..fold.engine import _resolve
+        from ..store.checkpoints import CheckpointWriter
+        writer = self.writer
+        if not hasattr(writer, "on_seal"):
+            return
+        self._checkpoints = CheckpointWriter(writer._store, writer.id, writer.path, _resolve(reducers),
+                                             durable=writer.durability.value != "none")
+        self._state = state
+        writer.on_seal = self._sealed
+
+    def _sealed(self, end: int, closing: bool) -> None:
+        from ..store.checkpoints import CLOSE_MIN
+        if closing:
+            if end >= CLOSE_MIN:
+                self._checkpoint(end - 1, self.writer.head)
+        else:
+            self._due = end - 1  # the event being written: checkpoint once the recorder saw it
+
+    def _checkpoint(self, seq: int, head: str) -> None:
+        assert self._state is not None and self._checkpoints is not None
+        try:
+            self._checkpoints.write(seq, head, self._state())
+        except (OSError, TypeError, ValueError) as exc:
+            import warnings
+
+            from ..errors import CheckpointWarning
+            warnings.warn(f"run {self.run_id!r}: no checkpoint at seq {seq} ({type(exc).__name__}: "
+                          f"{exc}); the run is recorded all the same", CheckpointWarning, stacklevel=4)
+            self._checkpoints = None
+            self.writer.on_seal = None
 
     @property
     def next_seq(self) -> int:
@@ -188,7 +227,14 @@ class WriterSink:
         event: Event = self.writer.emit(type, payload, **fields)
         if self.observer is not None:
             self.observer(event)
+            self.observed(event)
         return event
+
+    def observed(self, event: Event) -> None:
+        """The recorder has folded ``event``: write a checkpoint a seal made due."""
+        if self._due is not None and event.seq >= self._due:
+            self._due = None
+            self._checkpoint(event.seq, event.hash)
 
     def put_blob(self, data: bytes | str, media_type: str | None = None) -> BlobRef:
         ref: BlobRef = self.writer.put_blob(data, media_type=media_type)
@@ -315,7 +361,13 @@ class ReplaySink:
         event = self.after.emit(type, payload, **fields)
         if self.observer is not None and self.after.observer is None:
             self.observer(event)  # the recorder's state goes on past the cut
+            self.after.observed(event)
         return event
+
+    def checkpoint_from(self, state: Callable[[], Any], reducers: Any) -> None:
+        """Past the prefix, the new run is checkpointed as :class:`WriterSink` does."""
+        if self.after is not None:
+            self.after.checkpoint_from(state, reducers)
 
     def put_blob(self, data: bytes | str, media_type: str | None = None) -> BlobRef:
         if self.after is not None:

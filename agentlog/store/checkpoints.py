@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from ..fold import Reducers
     from .run import Run
 
-__all__ = ["CHECKPOINTS", "FORMAT", "Checkpoint", "CheckpointWriter", "NodeReader", "build_checkpoints",
+__all__ = ["CHECKPOINTS", "CLOSE_MIN", "FORMAT", "Checkpoint", "CheckpointWriter", "NodeReader", "build_checkpoints",
            "list_checkpoints", "load_checkpoint", "nearest_checkpoint"]
 
 CHECKPOINTS: Final = "checkpoints"
@@ -58,6 +58,9 @@ BLOCK: Final = 64 * 1024
 """Node records are compressed in blocks of about this many bytes."""
 CACHE_BYTES: Final = 64 * 2**20
 """Decompressed blocks a reader keeps (least recently used first out)."""
+CLOSE_MIN: Final = 10_000
+"""A recorded run is checkpointed when it closes only if it has this many events (smaller
+runs fold in milliseconds); it is checkpointed at every seal whatever its size."""
 
 _MAGIC = b"AGENTLOG-NODES 1\n"
 _TAIL = b"ALNP"

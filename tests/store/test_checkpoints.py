@@ -171,3 +171,42 @@ def test_a_writer_killed_mid_write_leaves_nothing_half_read(tmp_path: Path) -> N
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert thaw(Store(tmp_path).run("g").state_at(29)) == thaw(fold(events_of(run)))
+
+
+def test_a_recording_checkpoints_at_its_seals_and_at_close(tmp_path: Path) -> None:
+    import agentlog as al
+    from agentlog.store.checkpoints import CLOSE_MIN
+
+    n = CLOSE_MIN + 500
+
+    def program(rec: Any) -> int:
+        for i in range(n):
+            rec.patch([{"op": "add", "path": f"/k{i % 300}", "value": i}])
+        return n
+
+    store = Store(tmp_path)
+    w = store.create_run(run_id="rec", durability="none", segment_events=4000)
+    from agentlog.capture.recorder import Recorder
+    from agentlog.capture.session import drive
+    from agentlog.capture.sinks import WriterSink
+    drive(Recorder(WriterSink(w)), program)
+    w.close()
+    run = store.run("rec")
+    # a checkpoint at the last event of each sealed segment, and one at close
+    assert [c.seq for c in list_checkpoints(run.path)] == [3999, 7999, len(run) - 1]
+    fresh = Store(tmp_path).run("rec")
+    assert thaw(fresh.state_at(len(run) - 1)) == thaw(fold(events_of(run)))
+    small = al.record(lambda rec: rec.patch([{"op": "add", "path": "/a", "value": 1}]) and None, store=store)
+    assert not (small.path / "checkpoints").exists()  # a small run folds in milliseconds
+
+
+def test_the_checkpoint_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from agentlog.cli import main
+
+    store = Store(tmp_path)
+    patch_run(store, "g", growing(250))
+    assert main(["--store", str(tmp_path), "checkpoint", "g", "--every", "100"]) == 0
+    assert capsys.readouterr().out == "g: 3 checkpoints written; checkpoints at seq 99, 199, 249\n"
+    assert main(["--store", str(tmp_path), "checkpoint", "g"]) == 0
+    assert capsys.readouterr().out == "g: 0 checkpoints written; checkpoints at seq 99, 199, 249\n"
+    assert main(["--store", str(tmp_path), "checkpoint", "nope"]) == 3
