@@ -270,6 +270,8 @@ class ReplaySink:
             writes ``fork.started`` and its edits there).
         recorded_by: ``seq -> the id of the run that recorded it`` (:func:`recorded_by`): the
             idempotency keys of a fork's prefix were made by its ancestors.
+        start: the seq of the first recorded event given (``recorded`` starts there): a fork
+            of a loop run replays only the step the cut falls in.
 
     A recorded ``fork.started`` inside the prefix is taken as recorded, not compared, when the
     program emits its next event: ``al.fork`` wrote it there, not the program (so a fork, and a
@@ -279,7 +281,7 @@ class ReplaySink:
     def __init__(self, recorded: Iterable[Event], *, run_id: str, prefix: int,
                  after: WriterSink | None = None,
                  on_cut: Callable[[], None] | None = None,
-                 recorded_by: Callable[[int], str] | None = None) -> None:
+                 recorded_by: Callable[[int], str] | None = None, start: int = 0) -> None:
         self._recorded = iter(recorded)
         self._ahead: Event | None = None
         self.prefix = prefix
@@ -288,7 +290,7 @@ class ReplaySink:
         self.recorded_run_id = run_id
         self.recorded_by = recorded_by
         self.observer: Observer | None = None
-        self.pos = 0
+        self.pos = start  # the seq the program's next event has (a loop fork starts mid-run)
         self.served = 0
 
     @property
