@@ -23,8 +23,8 @@ from agentlog.testing.strategies import docs_and_patches
 STANDARD = Reducers.standard()
 
 
-def patch_run(store: Store, run_id: str, batches: list[list[dict[str, Any]]]) -> Any:
-    w = store.create_run(run_id=run_id, durability="none", segment_events=7)
+def patch_run(store: Store, run_id: str, batches: list[list[dict[str, Any]]], segment_events: int = 7) -> Any:
+    w = store.create_run(run_id=run_id, durability="none", segment_events=segment_events)
     for ops in batches:
         w.emit("state.patch", {"ops": ops})
     w.close()
@@ -211,3 +211,43 @@ def test_the_checkpoint_command(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["--store", str(tmp_path), "checkpoint", "g"]) == 0
     assert capsys.readouterr().out == "g: 0 checkpoints written; checkpoints at seq 99, 199, 249\n"
     assert main(["--store", str(tmp_path), "checkpoint", "nope"]) == 3
+
+
+def entries_compared_between_parent_and_fork(root: Path, notes: int, monkeypatch: pytest.MonkeyPatch
+                                             ) -> tuple[int, Any, Any]:
+    from agentlog.fold import diff_states, persistent
+
+    store = Store(root)
+    parent = patch_run(store, "p", growing(notes), segment_events=100_000)
+    build_checkpoints(parent, STANDARD, every=1000)
+    w = store.create_run(run_id="f", durability="none", fork_of=("p", notes - 1))
+    w.emit("state.patch", {"ops": [{"op": "replace", "path": "/notes/n01500/i", "value": -1}]})
+    w.close()
+    build_checkpoints(store.run("f"), STANDARD)
+    a = Store(root).run("p").state_at(notes - 1, reducers=STANDARD)  # two store objects: no node
+    b = Store(root).run("f").state_at(notes, reducers=STANDARD)      # object shared in memory
+    seen: list[int] = []
+    real = persistent._diff_entries
+
+    def counting(xs: Any, ys: Any, out: Any) -> None:
+        seen.append(sum(len(x) for x in xs) + sum(len(y) for y in ys))
+        real(xs, ys, out)
+
+    monkeypatch.setattr(persistent, "_diff_entries", counting)
+    patch = diff_states(a, b)
+    monkeypatch.undo()
+    assert [op["path"] for op in patch] == ["/vars/notes/n01500/i"]
+    return sum(seen), (a, b), patch
+
+
+def test_a_parent_and_its_fork_diff_by_hash_across_processes(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """States read from checkpoints carry their nodes' digests: diff_states skips every subtree
+    whose digest is the same on both sides, though no node object is shared: the entries it
+    compares are those of the leaf that changed, whatever the size of the state."""
+    from agentlog.fold import diff_states, freeze
+
+    small, (a, b), patch = entries_compared_between_parent_and_fork(tmp_path / "s", 3000, monkeypatch)
+    big, _, _ = entries_compared_between_parent_and_fork(tmp_path / "b", 12000, monkeypatch)
+    assert small < 1000 and big < 1.5 * small  # 4x the state, not 4x the work
+    assert diff_states(freeze(thaw(a)), freeze(thaw(b))) == patch  # the same as from scratch
