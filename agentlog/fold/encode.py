@@ -1,8 +1,8 @@
 """A state as content-addressed nodes: the canonical encoding of each node, and its digest.
 
 Every :class:`~agentlog.fold.persistent.PMap` and :class:`~agentlog.fold.persistent.PVector`
-node has exactly one encoding, compact JSON in UTF-8, and its *digest* is the SHA-256 of that
-encoding. Because a map's shape depends only on its keys and a vector's only on its length,
+node has exactly one encoding, compact JSON in UTF-8 (as orjson writes it), and its *digest*
+is the SHA-256 of that encoding. Because a map's shape depends only on its keys and a vector's only on its length,
 two equal states have equal digests in every process, and two states that share a subtree
 share its digest: checkpoints store each node once under its digest (as git stores trees), and
 ``diff_states`` skips subtrees whose digests agree.
@@ -36,6 +36,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+
+import orjson
 from collections.abc import Callable, Iterator
 from typing import Any, Final, Protocol
 
@@ -58,7 +60,16 @@ INLINE: Final = 256
 """A container whose encoding is at most this many bytes is written inside its parent."""
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
-_dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+_json = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+
+
+def _dumps(code: Any) -> bytes:
+    """Compact JSON in UTF-8: orjson's (non-finite floats were refused before), or the
+    standard library's for what orjson does not take (integers past 64 bits)."""
+    try:
+        return orjson.dumps(code)
+    except TypeError:
+        return _json(code).encode("utf-8", "surrogatepass")
 
 
 class Sink(Protocol):
@@ -118,7 +129,7 @@ def _child(node: Any, sink: Sink, locs: list[Any], path: tuple[Any, ...], *, typ
     at = sink.stored(node)
     if at is None:
         code, inner = _code(node, sink, path)
-        data = _dumps(code).encode("utf-8", "surrogatepass")
+        data = _dumps(code)
         if len(data) <= INLINE:
             locs.extend(inner)
             if node._d is None:
@@ -166,7 +177,7 @@ def encode(state: Any, sink: Sink) -> tuple[list[Any], Any]:
     at = sink.stored(state)
     if at is None:
         code, locs = _code(state, sink, ())
-        data = _dumps(code).encode("utf-8", "surrogatepass")
+        data = _dumps(code)
         state._d = hashlib.sha256(data).digest()
         at = sink.put(state._d, data, locs)
         if at is not None and len(data) > INLINE:
@@ -185,7 +196,7 @@ def root_code(node: Any) -> list[Any]:
 def encoding(node: Any) -> bytes:
     """The canonical encoding of a map or vector node (children referenced or inline)."""
     code, _ = _code(node, _Memo(), ())
-    return _dumps(code).encode("utf-8", "surrogatepass")
+    return _dumps(code)
 
 
 def digest(node: Any) -> bytes:
@@ -220,7 +231,10 @@ def decode(data: bytes, locations: list[Any], shell: Callable[[str, Any, Any, An
     Returns:
         For a map node ``("m", h, keys, values)``; for a vector node ``("v", h, items, None)``.
     """
-    code = json.loads(data)
+    try:
+        code = orjson.loads(data)
+    except orjson.JSONDecodeError:  # what orjson does not read (integers past 64 bits)
+        code = json.loads(data)
     it = iter(locations)
     return _decode_node(code, it, shell, blob)
 
