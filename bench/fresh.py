@@ -10,7 +10,7 @@ cache warm), against a baseline measured in this process (medians of 3 on both s
     and ``mixed`` workloads of ``bench/fold.py``) with no checkpoints: columnar loading and the
     fold, against ``SnapshotIndex.of(events).build()`` on the same events in memory.
 ``checkpoints``
-    ``agentlog checkpoint`` (``build_checkpoints``, one every 65,536 events) on the mixed run:
+    ``agentlog checkpoint`` (``build_checkpoints``, one every 16,384 events, its default) on the mixed run:
     its time and bytes against the segments' bytes; then, in a fresh process, ``state_at(n)``
     for random n, each on a newly opened run (``al.Store(p).run(id)``): median and p99; and
     the memory the run holds after those calls (tracemalloc) against the final state alone.
@@ -124,7 +124,7 @@ def checkpoints(root: Path, events: list[Any], trials: int) -> dict[str, Any]:
     store = Store(root / "ck")
     run = write_run(store, "r", events)
     t = time.perf_counter()
-    written = build_checkpoints(run, STANDARD, every=65_536)
+    written = build_checkpoints(run, STANDARD)
     build_s = time.perf_counter() - t
     ck = du(run.path / "checkpoints", "*")
     seg = du(run.path, "events-*.parquet")
@@ -170,7 +170,7 @@ def activegraph_side_by_side(root: Path, n: int) -> dict[str, Any]:
     no_ck = statistics.median(in_fresh_process(ours(n - 1)) for _ in range(3))
     run = store.run("r")
     t = time.perf_counter()
-    build_checkpoints(run, STANDARD, every=65_536)
+    build_checkpoints(run, STANDARD)
     build_s = time.perf_counter() - t
     last = statistics.median(in_fresh_process(ours(n - 1)) for _ in range(3))
     mid = statistics.median(in_fresh_process(ours(n // 2)) for _ in range(3))

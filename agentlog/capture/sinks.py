@@ -182,20 +182,23 @@ class WriterSink:
         self._checkpoints: Any = None
         self._state: Callable[[], Any] | None = None
         self._due: int | None = None
+        self._next: int | None = None  # the seq at which the next periodic checkpoint is due
 
     def checkpoint_from(self, state: Callable[[], Any], reducers: Any) -> None:
         """Checkpoint ``state()`` (the recorder's folded state) where the writer seals a
-        segment, and at close for runs of :data:`~agentlog.store.checkpoints.CLOSE_MIN` events
-        or more (smaller runs fold in milliseconds). A checkpoint that cannot be written warns
+        segment, every :data:`~agentlog.store.checkpoints.EVERY` events, and at close for runs
+        of :data:`~agentlog.store.checkpoints.CLOSE_MIN` events or more (smaller runs fold in
+        milliseconds). A checkpoint that cannot be written warns
         (:class:`~agentlog.errors.CheckpointWarning`); the recording goes on."""
         from ..fold.engine import _resolve
-        from ..store.checkpoints import CheckpointWriter
+        from ..store.checkpoints import EVERY, CheckpointWriter
         writer = self.writer
         if not hasattr(writer, "on_seal"):
             return
         self._checkpoints = CheckpointWriter(writer._store, writer.id, writer.path, _resolve(reducers),
                                              durable=writer.durability.value != "none")
         self._state = state
+        self._next = (writer.seq // EVERY + 1) * EVERY - 1
         writer.on_seal = self._sealed
 
     def _sealed(self, end: int, closing: bool) -> None:
@@ -217,6 +220,7 @@ class WriterSink:
             warnings.warn(f"run {self.run_id!r}: no checkpoint at seq {seq} ({type(exc).__name__}: "
                           f"{exc}); the run is recorded all the same", CheckpointWarning, stacklevel=4)
             self._checkpoints = None
+            self._next = None
             self.writer.on_seal = None
 
     @property
@@ -231,10 +235,14 @@ class WriterSink:
         return event
 
     def observed(self, event: Event) -> None:
-        """The recorder has folded ``event``: write a checkpoint a seal made due."""
-        if self._due is not None and event.seq >= self._due:
+        """The recorder has folded ``event``: write a checkpoint a seal or the cadence made due."""
+        if (self._due is not None and event.seq >= self._due) or (
+                self._next is not None and event.seq >= self._next):
+            from ..store.checkpoints import EVERY
             self._due = None
-            self._checkpoint(event.seq, event.hash)
+            self._next = (event.seq // EVERY + 1) * EVERY - 1
+            if self._checkpoints is not None:
+                self._checkpoint(event.seq, event.hash)
 
     def put_blob(self, data: bytes | str, media_type: str | None = None) -> BlobRef:
         ref: BlobRef = self.writer.put_blob(data, media_type=media_type)

@@ -69,8 +69,9 @@ StoredFn: TypeAlias = Callable[[int], "tuple[int, State] | None"]
 """``stored(n)``: the nearest stored state at or before the state after event ``n``, as
 ``(seq, state)``, or ``None`` (a store's checkpoints, which the shell reads)."""
 
-KEEP: Final = 64
-"""With stored states to fall back on, an index keeps at most this many snapshots in memory."""
+KEEP: Final = 16
+"""With stored states to fall back on, an index keeps at most this many snapshots in memory
+(they cost memory, and a stored state is there to start from again)."""
 
 _PATCH_NAME: Final = reducer_name(patch_vars)
 

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from ..fold import Reducers
     from .run import Run
 
-__all__ = ["CHECKPOINTS", "CLOSE_MIN", "FORMAT", "Checkpoint", "CheckpointWriter", "NodeReader", "build_checkpoints",
+__all__ = ["CHECKPOINTS", "CLOSE_MIN", "EVERY", "FORMAT", "Checkpoint", "CheckpointWriter", "NodeReader", "build_checkpoints",
            "list_checkpoints", "load_checkpoint", "nearest_checkpoint"]
 
 CHECKPOINTS: Final = "checkpoints"
@@ -58,6 +58,10 @@ BLOCK: Final = 64 * 1024
 """Node records are compressed in blocks of about this many bytes."""
 CACHE_BYTES: Final = 64 * 2**20
 """Decompressed blocks a reader keeps (least recently used first out)."""
+EVERY: Final = 16_384
+"""Events between the checkpoints a recording writes (besides one at each seal), and the
+default of ``agentlog checkpoint``: the first ``state_at(n)`` in a new process folds at most
+this many events."""
 CLOSE_MIN: Final = 10_000
 """A recorded run is checkpointed when it closes only if it has this many events (smaller
 runs fold in milliseconds); it is checkpointed at every seal whatever its size."""
@@ -522,7 +526,7 @@ def build_checkpoints(run: Run, reducers: Reducers, *, every: int | None = None,
     Args:
         run: the run (a fork's prefix is its parent's: its checkpoints serve it).
         reducers: the reducer set.
-        every: events between checkpoints; default 65,536 (a segment's worth).
+        every: events between checkpoints; default :data:`EVERY`.
         rebuild: ignore (and replace) the checkpoints there are, for this reducer set.
         progress: called with the seq reached after each checkpoint.
 
@@ -531,7 +535,7 @@ def build_checkpoints(run: Run, reducers: Reducers, *, every: int | None = None,
     """
     from ..fold.engine import _drive
 
-    every = every or 65_536
+    every = every or EVERY
     count = len(run)
     if count == 0:
         return []
