@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import operator
 import os
 import random
 import statistics
@@ -34,7 +35,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pyarrow.parquet as pq
 
@@ -161,6 +162,14 @@ def open_big_run(root: Path, n: int, trials: int) -> dict[str, Any]:
 # --- growing state -----------------------------------------------------------------------------
 
 
+class GrowingState(TypedDict):
+    """The growing-state workload as a LangGraph state: channels that accumulate."""
+
+    messages: Annotated[list[str], operator.add]
+    pages: Annotated[dict[str, str], operator.or_]
+    step: int
+
+
 def growing_steps(steps: int) -> tuple[list[tuple[str, str | None]], int]:
     """The workload: per step a 5 KiB message and, every 5th step, the one 1 MiB page; and
     the information it carries (the random bytes under the base64 text, the page once)."""
@@ -197,37 +206,31 @@ def growing_state(root: Path, steps: int) -> dict[str, Any]:
 
 def langgraph_side_by_side(root: Path, work: list[tuple[str, str | None]], ours: int, info: int) -> dict[str, Any]:
     """The same steps through a LangGraph StateGraph with the SqliteSaver checkpointer."""
-    import operator
     import sqlite3
     from importlib.metadata import version
-    from typing import Annotated, TypedDict
 
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.graph import START, StateGraph
 
-    class State(TypedDict):
-        messages: Annotated[list[str], operator.add]
-        pages: Annotated[dict[str, str], operator.or_]
-        step: int
-
-    def step(state: State) -> dict[str, Any]:
+    def step(state: GrowingState) -> dict[str, Any]:
         message, page = work[state["step"]]
         update: dict[str, Any] = {"messages": [message], "step": state["step"] + 1}
         if page is not None:
             update["pages"] = {str(state["step"]): page}
         return update
 
-    builder = StateGraph(State)
+    builder = StateGraph(GrowingState)
     builder.add_node("step", step)
     builder.add_edge(START, "step")
     path = root / "langgraph.sqlite"
-    with SqliteSaver(sqlite3.connect(path, check_same_thread=False)) as saver:
-        graph = builder.compile(checkpointer=saver)
-        config = {"configurable": {"thread_id": "growing"}}
-        state: dict[str, Any] = {"messages": [], "pages": {}, "step": 0}
+    conn = sqlite3.connect(path, check_same_thread=False)
+    try:
+        graph = builder.compile(checkpointer=SqliteSaver(conn))
+        config: Any = {"configurable": {"thread_id": "growing"}}
         for i in range(len(work)):
-            graph.invoke(state if i == 0 else {"step": i}, config)
-            state = {}
+            graph.invoke({"messages": [], "pages": {}, "step": 0} if i == 0 else {"step": i}, config)
+    finally:
+        conn.close()
     theirs = sum(p.stat().st_size for p in root.glob("langgraph.sqlite*"))
     log(f"LangGraph SqliteSaver: {theirs / 2**20:.1f} MB for {len(work):,} steps vs agentlog {ours / 2**20:.1f} MB")
     return {"version": version("langgraph"), "checkpoint_sqlite_version": version("langgraph-checkpoint-sqlite"),
