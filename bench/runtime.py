@@ -86,7 +86,7 @@ class BenchAgent:
     name = "bench-agent"
 
     def next_step(self, state: Any) -> Any:
-        if state["vars"].get("forked"):
+        if state.get("vars", {}).get("forked"):
             return al.Finish({"forked": True})
         usage = state["usage"]
         done = usage["llm_calls"] + usage["tool_calls"]
@@ -289,10 +289,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
     parser.add_argument("--drangue-10k", action="store_true", help="also run drangue at 10,000 steps (~20 min)")
+    parser.add_argument("--only-resume", action="store_true", help="only the resume and fork figures")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="agentlog-bench-runtime-"))
     try:
         figures: dict[str, Any] = {"bench": "runtime", "quick": args.quick, "python": sys.version.split()[0]}
+        if args.only_resume:
+            figures["resume"] = resume_long(root, 10_000 if args.quick else 100_000)
+            print(json.dumps(figures))
+            return
         figures["overhead"] = overhead(root, 200 if args.quick else 1_000)
         sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
         figures["scaling"], _ = scaling(root, sizes)

@@ -133,29 +133,35 @@ class ResponseCache:
 
     Calls are matched by key (the request hash), so the same request asked twice is answered
     as it was the first and the second time. Values such as ``rec.now()`` have no key and are
-    served in recorded order.
+    served in recorded order. The events are read on the first lookup, not before: a fork
+    that makes no call past its cut never reads its parent's tail.
     """
 
     def __init__(self, events: Iterable[Event]) -> None:
+        self._events: Iterable[Event] | None = events
         self._answers: dict[tuple[str, str], deque[Event]] = defaultdict(deque)
-        self._kinds: dict[str, str] = {}
-        for event in events:
-            if event.type in RESPONSE_TYPES:
-                key = str(event.payload.get("key", ""))
-                kind = str(event.payload.get("kind", event.type)) if event.type == ERROR else event.type
-                self._answers[(kind, key)].append(event)
+
+    def _index(self) -> dict[tuple[str, str], deque[Event]]:
+        if self._events is not None:
+            events, self._events = self._events, None
+            for event in events:
+                if event.type in RESPONSE_TYPES:
+                    key = str(event.payload.get("key", ""))
+                    kind = str(event.payload.get("kind", event.type)) if event.type == ERROR else event.type
+                    self._answers[(kind, key)].append(event)
+        return self._answers
 
     def take(self, kind: str, key: str) -> Event | None:
         """Pop the next recorded answer for this call, or ``None`` when there is none."""
-        queue = self._answers.get((kind, key))
+        queue = self._index().get((kind, key))
         return queue.popleft() if queue else None
 
     def keys(self, kind: str) -> list[str]:
         """The recorded keys of one kind that still have answers."""
-        return [k for (t, k), q in self._answers.items() if t == kind and q]
+        return [k for (t, k), q in self._index().items() if t == kind and q]
 
     def __len__(self) -> int:
-        return sum(len(q) for q in self._answers.values())
+        return sum(len(q) for q in self._index().values())
 
 
 def cached(event: Event, how: str = "cache") -> Served:
