@@ -27,9 +27,23 @@ from .sinks import ReplaySink, ResponseCache, WriterSink, recorded_by
 __all__ = ["fork_loop", "step_boundary"]
 
 
+def made_by(run: Any, at: int, program: AgentProgram) -> bool:
+    """Whether the loop spans of the run up to ``at`` are this agent's (their actor is its
+    name): folding to the cut trusts that the prefix is what this program would have done,
+    which only a replay checks, so another program is forked by replay and diverges there."""
+    import pyarrow.compute as pc
+
+    table = run.table().slice(0, at + 1).select(["type", "actor"])
+    spans = table.filter(pc.equal(table.column("type").cast("string"), "span.started"))
+    actors = [a for a in spans.column("actor").to_pylist() if a is not None]
+    return bool(actors) and actors[-1] == program.name
+
+
 def step_boundary(run: Any, at: int, program: AgentProgram) -> tuple[int, Any] | None:
     """The last seq at or before ``at`` where no step of the loop is open, and the state there;
-    ``None`` when the run is not a loop run or has no step before the cut."""
+    ``None`` when the run is not a loop run of this agent or has no step before the cut."""
+    if not made_by(run, at, program):
+        return None
     reducers = program.reducers
     state = run.state_at(at, reducers=reducers)
     loop = state.get("loop")
