@@ -11,6 +11,7 @@ pulls in pyarrow, pandas or the widgets.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -127,6 +128,24 @@ if TYPE_CHECKING:  # pragma: no cover
     from . import widgets
     from .analysis.rundiff import RunDiff, diff
     from .widgets.tabs import show
+
+
+def _patch_html(patch: Any) -> str | None:
+    from .widgets.html import patch_repr
+    return patch_repr(patch)
+
+
+def _show_patches_as_html() -> None:
+    """In IPython, draw a bare :class:`~agentlog.fold.Patch` with the views' HTML table: the
+    fold itself renders no HTML, and nothing is imported until a patch is shown."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is not None:
+        formatter = shell.display_formatter.formatters["text/html"]
+        formatter.for_type_by_name("agentlog.fold.patch", "Patch", _patch_html)
+
+
+_show_patches_as_html()
 
 
 def __getattr__(name: str) -> Any:

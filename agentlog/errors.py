@@ -20,7 +20,8 @@
     │   ├── CorruptWALError
     │   ├── BlobNotFoundError (FileNotFoundError)
     │   ├── BlobIntegrityError
-    │   └── EventNotFoundError (IndexError)
+    │   ├── EventNotFoundError (IndexError)
+    │   └── CheckpointError                    a stored checkpoint node or file that does not check out
     ├── FoldError                              the fold and JSON Patch
     │   ├── PatchError (ValueError)
     │   │   └── PatchTestError                 a ``test`` op whose value differs
@@ -39,6 +40,7 @@
 Warnings (``warnings.warn``, never raised)::
 
     UnknownModelWarning (UserWarning)          no price for a model: its cost is recorded as unknown
+    CheckpointWarning (RuntimeWarning)         a checkpoint was not written or not used (derived data)
 
 Facts become attributes, and every message names the run, the seq, the field or the file,
 and, where there is one, the next step.
@@ -57,6 +59,8 @@ __all__ = [
     "BlobNotFoundError",
     "BudgetExceededError",
     "CanonicalJSONError",
+    "CheckpointError",
+    "CheckpointWarning",
     "CorruptSegmentError",
     "CorruptWALError",
     "DivergenceError",
@@ -279,6 +283,19 @@ class EventNotFoundError(StoreError, IndexError):
         super().__init__(f"run {run_id!r} has {count} events (seq 0..{count - 1}); no seq {seq}")
 
 
+class CheckpointError(StoreError):
+    """A checkpoint file or node does not check out (its digest, its pack's hash, its format).
+
+    Checkpoints are derived data: ``run.state_at`` falls back to an older checkpoint or to the
+    log; deleting ``runs/run_id=<id>/checkpoints/`` loses nothing.
+    """
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path, self.problem = path, problem
+        super().__init__(f"{path}: {problem}; checkpoints are derived data: delete the run's "
+                         "checkpoints/ folder or run `agentlog checkpoint --rebuild` to make them again")
+
+
 # --- fold --------------------------------------------------------------------------------------
 
 
@@ -329,6 +346,11 @@ class UsageError(RecordError, ValueError):
     def __init__(self, field: str, value: Any, problem: str) -> None:
         self.field, self.value, self.problem = field, value, problem
         super().__init__(f"usage {field}={value!r}: {problem}")
+
+
+class CheckpointWarning(RuntimeWarning):
+    """A checkpoint could not be written (the recording goes on) or was not used (the state is
+    folded from the log instead). Checkpoints are derived data: nothing recorded is lost."""
 
 
 class UnknownModelWarning(UserWarning):

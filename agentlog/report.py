@@ -322,7 +322,7 @@ def _side_by_side(d: RunDiff) -> str:
 
 
 def _diff_section(d: RunDiff) -> str:
-    from .widgets.html import _records, fmt_num, grid, table
+    from .widgets.html import _records, fmt_num, grid, patch_html, table
     c = d.counts
     facts = [(f"run {k}", f"{r.id}" + (f" ({r.name})" if r.name else "") + f", {len(r):,} events")
              for k, r in (("a", d.a), ("b", d.b))]
@@ -342,7 +342,7 @@ def _diff_section(d: RunDiff) -> str:
              f'<div class="al-repr">{table(("metric", "a", "b", "b − a"), usage, numeric=(False, True, True, True))}</div>',
              "<h3>Events, side by side</h3>", legend, _side_by_side(d),
              f"<h3>State patch (final state of a → b, {len(patch):,} ops)</h3>",
-             f'<div class="al-repr">{patch._repr_html_()}</div>']
+             f'<div class="al-repr">{patch_html(patch)}</div>']
     graph = _records(d.graph)
     if graph:
         parts.append("<h3>Graph changes</h3>")

@@ -40,7 +40,6 @@ from typing import Any
 from agentlog.events import Event
 from agentlog.fold import Reducers, SnapshotIndex, diff_states, fold, freeze, thaw
 from agentlog.fold.engine import default_every
-from agentlog.fold.pointer import _PARSED
 
 
 def log(*parts: Any) -> None:
@@ -159,20 +158,25 @@ def traced(fn: Any) -> tuple[int, Any]:
 def throughput(name: str, events: list[Event], reducers: Reducers, every: int,
                repeats: int) -> tuple[dict[str, Any], SnapshotIndex]:
     n = len(events)
-    log(f"[{name}] baseline: plain dicts in place …")
-    doc: dict[str, Any] = {}
-    gc.collect()
-    base_s, _ = timed(lambda: [plain_apply(doc, e.payload["ops"]) for e in events])
+    log(f"[{name}] baseline: plain dicts in place ({repeats}x) …")
+    base_times = []
+    for _ in range(repeats):
+        doc: dict[str, Any] = {}
+        gc.collect()
+        secs, _ = timed(lambda doc=doc: [plain_apply(doc, e.payload["ops"]) for e in events])
+        base_times.append(secs)
+    base_s = statistics.median(base_times)
     log(f"[{name}] building the snapshot index ({repeats}x) …")
-    best = best_cpu = float("inf")
+    times, cpus = [], []
     for _ in range(repeats):
         index = None
         gc.collect()
         index = SnapshotIndex(lambda a, b: events[a:b], n, reducers, every=every)
         cpu = time.process_time()
         secs, _ = timed(index.build)
-        best_cpu = min(best_cpu, time.process_time() - cpu)
-        best = min(best, secs)
+        cpus.append(time.process_time() - cpu)
+        times.append(secs)
+    best, best_cpu = statistics.median(times), statistics.median(cpus)  # medians, as the baseline
     final = index.at(n - 1)
     if thaw(final["vars"]) != doc:
         raise SystemExit(f"[{name}] the fold and the baseline disagree")
@@ -207,12 +211,12 @@ def memory(name: str, gen: Any, n: int, reducers: Reducers, every: int) -> dict[
 
     def final_only() -> Any:
         state = fold(gen(n), reducers)
-        _PARSED.clear()  # the parsed-pointer cache is not part of any state
+
         return state
 
     def build_all() -> SnapshotIndex:
         index = SnapshotIndex(lambda a, b: islice(gen(n), a, b), n, reducers, every=every).build()
-        _PARSED.clear()
+
         return index
 
     final_bytes, _final = traced(final_only)

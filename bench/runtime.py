@@ -23,8 +23,16 @@ tool. Figures:
     time grows with the square of the run: the 10,000-step figure is measured only with
     ``--drangue-10k`` and otherwise extrapolated from the measured sizes (and labelled so).
 ``resume``
-    a 100,000-step run that stopped for an approval: ``al.resume`` (open, fold the whole log,
-    finish the last step) after ``al.approve``.
+    a 100,000-step run (600,005 events) that stopped for an approval: ``al.resume`` (open,
+    read the state, finish the last step) after ``al.approve``, in this process on a new
+    store object. The recording checkpointed its state at its seals and at close; the same
+    run with its checkpoints deleted (the path before checkpoints: fold from event 0) is
+    resumed beside it, as the baseline.
+``fork``
+    ``al.fork`` at the middle event of that run with an ``al.AgentProgram`` (fold + continue)
+    and an edit after which the agent finishes, so the time is the fork's to its first new
+    events; beside it the same fork through the replay path (the program wrapped in a plain
+    function, so the prefix is re-run, served from the log).
 """
 
 from __future__ import annotations
@@ -72,11 +80,14 @@ def work(i: int) -> dict[str, int]:
 
 
 class BenchAgent:
-    """Model, tool, model, tool ... for ``steps`` steps; then finish (or wait for approval)."""
+    """Model, tool, model, tool ... for ``steps`` steps; then finish (or wait for approval).
+    A fork that sets ``/forked`` finishes at once."""
 
     name = "bench-agent"
 
     def next_step(self, state: Any) -> Any:
+        if state.get("vars", {}).get("forked"):
+            return al.Finish({"forked": True})
         usage = state["usage"]
         done = usage["llm_calls"] + usage["tool_calls"]
         if done >= state["input"]["steps"]:
@@ -206,26 +217,67 @@ def side_by_side(root: Path, sizes: list[int], big: int, measure_big: bool,
     return out
 
 
+def _resume(store: Path) -> tuple[float, float]:
+    """(open + state at the last event, al.resume to finished) on a new store object."""
+    gc.collect()
+    started = time.perf_counter()
+    fresh = al.Store(store).run("long")
+    state = fresh.state_at(len(fresh) - 1, reducers=al.AgentProgram(BenchAgent()).reducers)
+    load = time.perf_counter() - started
+    assert state["status"] == "running"
+    gc.collect()
+    started = time.perf_counter()
+    done = al.resume("long", BenchAgent(), model=model, tools={"work": work}, store=store, durability="fsync")
+    assert done.status == "finished"
+    return load, time.perf_counter() - started
+
+
 def resume_long(root: Path, steps: int) -> dict[str, Any]:
     wall, run = recorded(steps, root / "resume", "none", ask=True, run_id="long")
     assert run.status == "waiting", run.status
     log(f"resume: {steps:,}-step run ({len(run):,} events) recorded in {wall:.1f} s")
     request = len(run) - 2  # span.started, approval.requested, span.ended
     al.approve("long", request, "bench", store=root / "resume")
+    shutil.copytree(root / "resume", root / "resume-before")
+    for folder in (root / "resume-before" / "runs").glob("*/checkpoints"):
+        shutil.rmtree(folder)
+    fork = fork_middle(root / "resume", run.path.name)
+    before_load, before = _resume(root / "resume-before")
+    load, resumed = _resume(root / "resume")
+    log(f"resume: load {load * 1000:.0f} ms, al.resume {resumed * 1000:.0f} ms; without checkpoints "
+        f"{before_load * 1000:.0f} / {before * 1000:.0f} ms")
+    return {"steps": steps, "events": len(run), "load_ms": round(load * 1000, 1),
+            "resume_to_finished_ms": round(resumed * 1000, 1),
+            "without_checkpoints_load_ms": round(before_load * 1000, 1),
+            "without_checkpoints_resume_ms": round(before * 1000, 1),
+            "resume_ratio_after_over_before": round(resumed / before, 3), "fork": fork}
+
+
+def fork_middle(store: Path, _dir: str) -> dict[str, Any]:
+    """Fork the long run at its middle: by fold (AgentProgram) and by replay (a plain program)."""
+    run = al.Store(store).run("long")
+    at = len(run) // 2
+    program = al.AgentProgram(BenchAgent(), model=model, tools={"work": work})
+    edit = al.edit.patch_state([{"op": "add", "path": "/forked", "value": True}])
     gc.collect()
     started = time.perf_counter()
-    fresh = al.Store(root / "resume").run("long")
-    state = fresh.state_at(len(fresh) - 1, reducers=al.AgentProgram(BenchAgent()).reducers)
-    load_fold = time.perf_counter() - started
+    by_fold = al.fork(al.Store(store).run("long"), at, program=program, edit=edit)
+    fold_s = time.perf_counter() - started
+    assert by_fold.status == "finished" and len(by_fold) - at <= 12, (by_fold.status, len(by_fold) - at)
+
+    def plain(rec: Any) -> Any:  # the same loop, as a plain program: forked by re-running the prefix
+        return program(rec)
+
+    plain.reducers = program.reducers  # type: ignore[attr-defined]
     gc.collect()
     started = time.perf_counter()
-    done = al.resume("long", BenchAgent(), model=model, tools={"work": work}, store=root / "resume",
-                     durability="fsync")
-    resumed = time.perf_counter() - started
-    assert done.status == "finished" and state["status"] == "running"
-    log(f"resume: load + fold {load_fold * 1000:.0f} ms; al.resume to finished {resumed * 1000:.0f} ms")
-    return {"steps": steps, "events": len(fresh), "load_and_fold_ms": round(load_fold * 1000, 1),
-            "resume_to_finished_ms": round(resumed * 1000, 1)}
+    by_replay = al.fork(al.Store(store).run("long"), at, program=plain, edit=edit)
+    replay_s = time.perf_counter() - started
+    assert by_replay.status == "finished"
+    log(f"fork at {at:,}: by fold {fold_s * 1000:.0f} ms, by replay {replay_s:.2f} s")
+    return {"at": at, "by_fold_ms": round(fold_s * 1000, 1), "by_replay_s": round(replay_s, 3),
+            "replay_us_per_prefix_event": round(replay_s / (at + 1) * 1e6, 1),
+            "fold_over_replay": round(fold_s / replay_s, 4)}
 
 
 def _version(name: str) -> str:
@@ -237,10 +289,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
     parser.add_argument("--drangue-10k", action="store_true", help="also run drangue at 10,000 steps (~20 min)")
+    parser.add_argument("--only-resume", action="store_true", help="only the resume and fork figures")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="agentlog-bench-runtime-"))
     try:
         figures: dict[str, Any] = {"bench": "runtime", "quick": args.quick, "python": sys.version.split()[0]}
+        if args.only_resume:
+            figures["resume"] = resume_long(root, 10_000 if args.quick else 100_000)
+            print(json.dumps(figures))
+            return
         figures["overhead"] = overhead(root, 200 if args.quick else 1_000)
         sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
         figures["scaling"], _ = scaling(root, sizes)

@@ -3,12 +3,22 @@
     python bench/store.py [--quick]
 
 Progress goes to stderr; one JSON line with the figures goes to stdout. Times are medians of
-repeated trials where a trial is cheap. Everything happens in a temp dir.
+repeated trials on both sides of every ratio. Everything happens in a temp dir. The calls
+timed are the user's:
+
+- appends: ``RunWriter.emit`` N times **and** ``close()`` (the last seal is part of the work);
+- open → pandas: ``Store(p).run(id).events`` on a new store object (against
+  ``pq.read_table(one equivalent file).to_pandas()``); open → Table: ``run.table()``;
+- verify: ``run.verify()``;
+- growing state: bytes on disk after 1,000 ``state.patch`` steps (a 5 KiB message each, the
+  same 1 MiB page every 5th), against the information they carry: the random bytes the
+  text encodes (3 bytes per 4 base64 characters), not the text's length; and LangGraph's
+  ``SqliteSaver`` run side by side on the same steps (a ``bench`` extra), as a ratio of bytes.
 
 Targets: batch appends >= 50,000 events/s; fsync appends within 1.5x of a raw
-``os.write`` + ``os.fsync`` loop over the same bytes; opening a 1M-event run as a pyarrow
-Table and a DataFrame within 1.5x of ``pq.read_table(one file).to_pandas()``; the
-growing-state workload within 1.5x of the new information it carries.
+``os.write`` + ``os.fsync`` loop over the same bytes; opening a 1M-event run as a DataFrame
+within 1.5x of ``pq.read_table(one file).to_pandas()``; the growing-state workload within
+1.5x of the information it carries.
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import operator
 import os
 import random
 import statistics
@@ -24,7 +35,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pyarrow.parquet as pq
 
@@ -54,9 +65,11 @@ def append_rate(root: Path, mode: str, n: int, tag: str) -> tuple[float, bytes]:
     for i in range(n):
         w.emit("tool.result", {"i": i, "name": "search", "result": "ok"}, actor="bench")
     w.flush()
-    dt = time.perf_counter() - t0
-    wal = (w.path / "wal.jsonl").read_bytes()
-    w.close()
+    t_read = time.perf_counter()
+    wal = (w.path / "wal.jsonl").read_bytes()  # for the raw baseline: read before close seals it
+    read_s = time.perf_counter() - t_read
+    w.close()  # the seal (WAL -> Parquet segment, run.json) is part of the user's work
+    dt = time.perf_counter() - t0 - read_s
     return n / dt, wal
 
 
@@ -106,7 +119,7 @@ def open_big_run(root: Path, n: int, trials: int) -> dict[str, Any]:
 
     def ours_df() -> float:
         t = time.perf_counter()
-        df = st.run("big").table().to_pandas()
+        df = Store(st.path).run("big").events
         assert len(df) == n
         return time.perf_counter() - t
 
@@ -149,26 +162,80 @@ def open_big_run(root: Path, n: int, trials: int) -> dict[str, Any]:
 # --- growing state -----------------------------------------------------------------------------
 
 
-def growing_state(root: Path, steps: int) -> dict[str, Any]:
-    """Each step adds a ~5 KiB message to the state; every 5th step the same 1 MiB page."""
+class GrowingState(TypedDict):
+    """The growing-state workload as a LangGraph state: channels that accumulate."""
+
+    messages: Annotated[list[str], operator.add]
+    pages: Annotated[dict[str, str], operator.or_]
+    step: int
+
+
+def growing_steps(steps: int) -> tuple[list[tuple[str, str | None]], int]:
+    """The workload: per step a 5 KiB message and, every 5th step, the one 1 MiB page; and
+    the information it carries (the random bytes under the base64 text, the page once)."""
     rng = random.Random(7)
-    st = Store(root / "growing")
     # Random base64 text: little for zstd to squeeze, so the ratio is not flattered.
     page = base64.b64encode(rng.randbytes(3 * 1024 * 1024 // 4)).decode()[:1024 * 1024]
     message_size = 5 * 1024
-    w = st.create_run(run_id="growing", durability="batch")
+    out = []
     for step in range(steps):
         message = base64.b64encode(rng.randbytes(message_size * 3 // 4)).decode()[:message_size]
+        out.append((message, page if step % 5 == 4 else None))
+    return out, steps * message_size * 3 // 4 + len(page) * 3 // 4
+
+
+def growing_state(root: Path, steps: int) -> dict[str, Any]:
+    """Each step adds a ~5 KiB message to the state; every 5th step the same 1 MiB page."""
+    work, info = growing_steps(steps)
+    st = Store(root / "growing")
+    w = st.create_run(run_id="growing", durability="batch")
+    for step, (message, page) in enumerate(work):
         ops = [{"op": "add", "path": "/messages/-", "value": message}]
-        if step % 5 == 4:
+        if page is not None:
             ops.append({"op": "add", "path": f"/pages/{step}", "value": page})
         w.emit("state.patch", {"ops": ops})
     w.close()
     on_disk = du(st.path)
-    new_info = steps * message_size + len(page)
-    return {"steps": steps, "bytes_on_disk": on_disk, "new_information_bytes": new_info,
-            "ratio": round(on_disk / new_info, 3),
-            "content": "random base64 text (5 KiB messages, one 1 MiB page referenced every 5th step)"}
+    out: dict[str, Any] = {"steps": steps, "bytes_on_disk": on_disk, "information_bytes": info,
+                           "ratio": round(on_disk / info, 3),
+                           "content": "random base64 text (5 KiB messages, one 1 MiB page referenced "
+                                      "every 5th step); information = the random bytes it encodes"}
+    out["langgraph"] = langgraph_side_by_side(root, work, on_disk, info)
+    return out
+
+
+def langgraph_side_by_side(root: Path, work: list[tuple[str, str | None]], ours: int, info: int) -> dict[str, Any]:
+    """The same steps through a LangGraph StateGraph with the SqliteSaver checkpointer."""
+    import sqlite3
+    from importlib.metadata import version
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import START, StateGraph
+
+    def step(state: GrowingState) -> dict[str, Any]:
+        message, page = work[state["step"]]
+        update: dict[str, Any] = {"messages": [message], "step": state["step"] + 1}
+        if page is not None:
+            update["pages"] = {str(state["step"]): page}
+        return update
+
+    builder = StateGraph(GrowingState)
+    builder.add_node("step", step)
+    builder.add_edge(START, "step")
+    path = root / "langgraph.sqlite"
+    conn = sqlite3.connect(path, check_same_thread=False)
+    try:
+        graph = builder.compile(checkpointer=SqliteSaver(conn))
+        config: Any = {"configurable": {"thread_id": "growing"}}
+        for i in range(len(work)):
+            graph.invoke({"messages": [], "pages": {}, "step": 0} if i == 0 else {"step": i}, config)
+    finally:
+        conn.close()
+    theirs = sum(p.stat().st_size for p in root.glob("langgraph.sqlite*"))
+    log(f"LangGraph SqliteSaver: {theirs / 2**20:.1f} MB for {len(work):,} steps vs agentlog {ours / 2**20:.1f} MB")
+    return {"version": version("langgraph"), "checkpoint_sqlite_version": version("langgraph-checkpoint-sqlite"),
+            "steps": len(work), "bytes_on_disk": theirs, "ratio_to_information": round(theirs / info, 2),
+            "langgraph_over_agentlog": round(theirs / ours, 1)}
 
 
 # --- main --------------------------------------------------------------------------------------
@@ -182,7 +249,7 @@ def main() -> None:
     small_n = 20_000 if quick else 100_000
     fsync_n = 1_000 if quick else 5_000
     big_n = 100_000 if quick else 1_000_000
-    steps = 200 if quick else 1_000
+    steps = 50 if quick else 200  # LangGraph's checkpoints grow with the square of the steps
     trials = 3
 
     with tempfile.TemporaryDirectory(prefix="agentlog-bench-") as tmp:
@@ -206,7 +273,7 @@ def main() -> None:
         append["raw_write_loop_events_per_s"] = round(raw_write)
 
         big = open_big_run(root, big_n, 7)
-        log(f"growing-state workload, {steps:,} steps")
+        log(f"growing-state workload, {steps:,} steps (and LangGraph's SqliteSaver on the same steps)")
         grow = growing_state(root, steps)
 
     result = {

@@ -128,11 +128,12 @@ def _content(type_: str, payload: str) -> Any:
 
 def _change_summary(type_: str, pa_: str, pb: str) -> str:
     from ..fold import diff_states, freeze
-    ops = list(diff_states(freeze(_content(type_, pa_)), freeze(_content(type_, pb))))
-    if len(ops) > 1:  # a request's key changes with anything else in it: say what else did
-        ops = [op for op in ops if op.get("path") != "/key"]
+    changes = diff_states(freeze(_content(type_, pa_)), freeze(_content(type_, pb))).changes
+    if len(changes) > 1:  # a request's key changes with anything else in it: say what else did
+        changes = tuple(c for c in changes if c.op.get("path") != "/key")
     from ..fold.patch import Patch
-    lines = str(Patch(ops[:_SUMMARY_OPS])).splitlines()
+    ops = changes
+    lines = str(Patch(changes[:_SUMMARY_OPS])).splitlines()
     more = len(ops) - _SUMMARY_OPS
     return "; ".join(lines) + (f" (+{more} more)" if more > 0 else "")
 

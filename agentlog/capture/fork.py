@@ -1,8 +1,15 @@
 """Fork a run at any event with one thing changed.
 
-The fork's events ``0..at`` are its parent's, referenced rather than copied (same hashes). The
-program is re-run: up to the cut every event is compared with the parent's and every answer is
-served from the log, so nothing before the cut is paid for again. At the cut ``fork.started``
+The fork's events ``0..at`` are its parent's, referenced rather than copied (same hashes).
+
+- A plain program is re-run to rebuild its Python stack: up to the cut every event is compared
+  with the parent's and every answer is served from the log, so nothing before the cut is
+  paid for again, but the prefix costs its replay, about what a strict replay of it costs
+  (``docs/benchmarks.md``: tens of microseconds per event).
+- A loop run (``program`` an :class:`~agentlog.AgentProgram`) is forked by fold + continue
+  (:mod:`agentlog.capture.loopfork`): the state at the cut is read from the run's
+  checkpoints and the loop goes on from it; only the part of a step the cut falls in is
+  replayed. Its cost does not grow with the prefix. At the cut ``fork.started``
 records what changed, the edit is applied, and the program runs on; calls whose key the parent
 recorded after the cut are served from its log too, new ones go out live.
 
@@ -133,6 +140,12 @@ def fork(run: Any, at: int, *, program: Program, edit: Edit | Iterable[Edit] | N
          tags: Mapping[str, Any] | None = None, clock: Callable[[], float] | None = None) -> Any:
     """Make a new run whose events ``0..at`` are ``run``'s, apply ``edit``, and run ``program`` on.
 
+    What it costs before the first new event: for a plain program, a replay of the prefix
+    (every answer from the log, every event compared: about what ``al.replay`` costs per
+    event, tens of microseconds); for an :class:`~agentlog.AgentProgram`, reading the state
+    at the cut from the run's checkpoints (at most 16,384 events folded) and replaying at most
+    the one step the cut falls in, whatever the length of the prefix.
+
     Args:
         run: the parent :class:`~agentlog.Run`.
         at: the last parent event kept (``-1``: keep nothing, e.g. to change the inputs).
@@ -151,6 +164,13 @@ def fork(run: Any, at: int, *, program: Program, edit: Edit | Iterable[Edit] | N
     """
     edits = _edits(edit)
     _check(run, at, edits)
+    from .runtime import AgentProgram
+    if isinstance(program, AgentProgram):  # a loop run: fold to the cut and go on, no replay
+        from .loopfork import fork_loop
+        forked = fork_loop(run, at, program=program, edits=edits, name=name, store=store,
+                           run_id=run_id, tags=tags, clock=clock)
+        if forked is not None:
+            return forked
     target = resolve_store(store if store is not None else run.store)
     parent_name = run.meta.get("name") or run.id
     writer = target.create_run(name=name or f"{parent_name} fork@{at}", fork_of=(run.id, at),

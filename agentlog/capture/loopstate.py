@@ -48,8 +48,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from pyrsistent import pmap
-
 from ..canonical import canonical_json
 from ..events import (
     APPROVAL_GRANTED,
@@ -63,7 +61,7 @@ from ..events import (
     TOOL_RESULT,
     Event,
 )
-from ..fold import Reducers, freeze, thaw
+from ..fold import Reducers, freeze, pmap, thaw
 from ..fold.reducers import reducer_name
 from ..fold.values import EMPTY_VECTOR, State
 from .sinks import BUDGET_SET, INTERRUPTED

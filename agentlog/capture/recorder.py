@@ -113,6 +113,9 @@ class Recorder:
                  timer: Callable[[], float] = time.perf_counter) -> None:
         self._sink = sink
         sink.observer = self._observe
+        attach = getattr(sink, "checkpoint_from", None)
+        if attach is not None:  # a run being written: checkpoint the state at its seals
+            attach(lambda: self.state, reducers)
         self.inputs = inputs
         self.actor = actor
         self._clock = clock

@@ -133,29 +133,35 @@ class ResponseCache:
 
     Calls are matched by key (the request hash), so the same request asked twice is answered
     as it was the first and the second time. Values such as ``rec.now()`` have no key and are
-    served in recorded order.
+    served in recorded order. The events are read on the first lookup, not before: a fork
+    that makes no call past its cut never reads its parent's tail.
     """
 
     def __init__(self, events: Iterable[Event]) -> None:
+        self._events: Iterable[Event] | None = events
         self._answers: dict[tuple[str, str], deque[Event]] = defaultdict(deque)
-        self._kinds: dict[str, str] = {}
-        for event in events:
-            if event.type in RESPONSE_TYPES:
-                key = str(event.payload.get("key", ""))
-                kind = str(event.payload.get("kind", event.type)) if event.type == ERROR else event.type
-                self._answers[(kind, key)].append(event)
+
+    def _index(self) -> dict[tuple[str, str], deque[Event]]:
+        if self._events is not None:
+            events, self._events = self._events, None
+            for event in events:
+                if event.type in RESPONSE_TYPES:
+                    key = str(event.payload.get("key", ""))
+                    kind = str(event.payload.get("kind", event.type)) if event.type == ERROR else event.type
+                    self._answers[(kind, key)].append(event)
+        return self._answers
 
     def take(self, kind: str, key: str) -> Event | None:
         """Pop the next recorded answer for this call, or ``None`` when there is none."""
-        queue = self._answers.get((kind, key))
+        queue = self._index().get((kind, key))
         return queue.popleft() if queue else None
 
     def keys(self, kind: str) -> list[str]:
         """The recorded keys of one kind that still have answers."""
-        return [k for (t, k), q in self._answers.items() if t == kind and q]
+        return [k for (t, k), q in self._index().items() if t == kind and q]
 
     def __len__(self) -> int:
-        return sum(len(q) for q in self._answers.values())
+        return sum(len(q) for q in self._index().values())
 
 
 def cached(event: Event, how: str = "cache") -> Served:
@@ -179,6 +185,49 @@ class WriterSink:
         self.cache = cache
         self.edits = dict(edits or {})
         self.observer: Observer | None = None
+        self._checkpoints: Any = None
+        self._state: Callable[[], Any] | None = None
+        self._due: int | None = None
+        self._next: int | None = None  # the seq at which the next periodic checkpoint is due
+
+    def checkpoint_from(self, state: Callable[[], Any], reducers: Any) -> None:
+        """Checkpoint ``state()`` (the recorder's folded state) where the writer seals a
+        segment, every :data:`~agentlog.store.checkpoints.EVERY` events, and at close for runs
+        of :data:`~agentlog.store.checkpoints.CLOSE_MIN` events or more (smaller runs fold in
+        milliseconds). A checkpoint that cannot be written warns
+        (:class:`~agentlog.errors.CheckpointWarning`); the recording goes on."""
+        from ..fold.engine import _resolve
+        from ..store.checkpoints import EVERY, CheckpointWriter
+        writer = self.writer
+        if not hasattr(writer, "on_seal"):
+            return
+        self._checkpoints = CheckpointWriter(writer._store, writer.id, writer.path, _resolve(reducers),
+                                             durable=writer.durability.value != "none")
+        self._state = state
+        self._next = (writer.seq // EVERY + 1) * EVERY - 1
+        writer.on_seal = self._sealed
+
+    def _sealed(self, end: int, closing: bool) -> None:
+        from ..store.checkpoints import CLOSE_MIN
+        if closing:
+            if end >= CLOSE_MIN:
+                self._checkpoint(end - 1, self.writer.head)
+        else:
+            self._due = end - 1  # the event being written: checkpoint once the recorder saw it
+
+    def _checkpoint(self, seq: int, head: str) -> None:
+        assert self._state is not None and self._checkpoints is not None
+        try:
+            self._checkpoints.write(seq, head, self._state())
+        except (OSError, TypeError, ValueError) as exc:
+            import warnings
+
+            from ..errors import CheckpointWarning
+            warnings.warn(f"run {self.run_id!r}: no checkpoint at seq {seq} ({type(exc).__name__}: "
+                          f"{exc}); the run is recorded all the same", CheckpointWarning, stacklevel=4)
+            self._checkpoints = None
+            self._next = None
+            self.writer.on_seal = None
 
     @property
     def next_seq(self) -> int:
@@ -188,7 +237,18 @@ class WriterSink:
         event: Event = self.writer.emit(type, payload, **fields)
         if self.observer is not None:
             self.observer(event)
+            self.observed(event)
         return event
+
+    def observed(self, event: Event) -> None:
+        """The recorder has folded ``event``: write a checkpoint a seal or the cadence made due."""
+        if (self._due is not None and event.seq >= self._due) or (
+                self._next is not None and event.seq >= self._next):
+            from ..store.checkpoints import EVERY
+            self._due = None
+            self._next = (event.seq // EVERY + 1) * EVERY - 1
+            if self._checkpoints is not None:
+                self._checkpoint(event.seq, event.hash)
 
     def put_blob(self, data: bytes | str, media_type: str | None = None) -> BlobRef:
         ref: BlobRef = self.writer.put_blob(data, media_type=media_type)
@@ -224,6 +284,8 @@ class ReplaySink:
             writes ``fork.started`` and its edits there).
         recorded_by: ``seq -> the id of the run that recorded it`` (:func:`recorded_by`): the
             idempotency keys of a fork's prefix were made by its ancestors.
+        start: the seq of the first recorded event given (``recorded`` starts there): a fork
+            of a loop run replays only the step the cut falls in.
 
     A recorded ``fork.started`` inside the prefix is taken as recorded, not compared, when the
     program emits its next event: ``al.fork`` wrote it there, not the program (so a fork, and a
@@ -233,7 +295,7 @@ class ReplaySink:
     def __init__(self, recorded: Iterable[Event], *, run_id: str, prefix: int,
                  after: WriterSink | None = None,
                  on_cut: Callable[[], None] | None = None,
-                 recorded_by: Callable[[int], str] | None = None) -> None:
+                 recorded_by: Callable[[int], str] | None = None, start: int = 0) -> None:
         self._recorded = iter(recorded)
         self._ahead: Event | None = None
         self.prefix = prefix
@@ -242,7 +304,7 @@ class ReplaySink:
         self.recorded_run_id = run_id
         self.recorded_by = recorded_by
         self.observer: Observer | None = None
-        self.pos = 0
+        self.pos = start  # the seq the program's next event has (a loop fork starts mid-run)
         self.served = 0
 
     @property
@@ -315,7 +377,13 @@ class ReplaySink:
         event = self.after.emit(type, payload, **fields)
         if self.observer is not None and self.after.observer is None:
             self.observer(event)  # the recorder's state goes on past the cut
+            self.after.observed(event)
         return event
+
+    def checkpoint_from(self, state: Callable[[], Any], reducers: Any) -> None:
+        """Past the prefix, the new run is checkpointed as :class:`WriterSink` does."""
+        if self.after is not None:
+            self.after.checkpoint_from(state, reducers)
 
     def put_blob(self, data: bytes | str, media_type: str | None = None) -> BlobRef:
         if self.after is not None:

@@ -1,8 +1,11 @@
 """The fold engine: the pure core that turns events into state.
 
+- :mod:`~agentlog.fold.persistent`: ``PMap`` and ``PVector``, the persistent map and vector
+  a state is made of (pyrsistent's API; one shape per content; nodes loaded on demand);
 - :mod:`~agentlog.fold.values`: ``State``, ``freeze``/``thaw``, JSON equality;
 - :mod:`~agentlog.fold.pointer` and :mod:`~agentlog.fold.patch`: RFC 6901 pointers, RFC 6902
-  ``apply_patch`` on persistent states, the ``Patch`` value;
+  ``apply_patch`` on persistent states, the ``Patch`` value (RFC 6902 ops, each ``Change``
+  keeping the value it overwrote beside the op);
 - :mod:`~agentlog.fold.diff`: ``diff_states``;
 - :mod:`~agentlog.fold.reducers`: ``Reducers``, ``@reducer`` and the default projection;
 - :mod:`~agentlog.fold.engine`: ``fold`` and ``SnapshotIndex``;
@@ -22,7 +25,8 @@ from __future__ import annotations
 from .determinism import DeterminismReport, check_determinism
 from .diff import diff_states
 from .engine import DEFAULT_EVERY, EventsFn, EventSource, SnapshotIndex, default_every, fold
-from .patch import Patch, apply_patch
+from .patch import NO_VALUE, Change, Patch, apply_patch
+from .persistent import PMap, PVector, pmap, pvector
 from .pointer import escape_token, format_pointer, parse_pointer
 from .reducers import INITIAL, Reducer, ReducerRegistrationWarning, Reducers, reducer
 from .values import State, freeze, json_equal, same_value, thaw
@@ -30,9 +34,13 @@ from .values import State, freeze, json_equal, same_value, thaw
 __all__ = [
     "DEFAULT_EVERY",
     "INITIAL",
+    "NO_VALUE",
+    "Change",
     "DeterminismReport",
     "EventSource",
     "EventsFn",
+    "PMap",
+    "PVector",
     "Patch",
     "Reducer",
     "ReducerRegistrationWarning",
@@ -49,6 +57,8 @@ __all__ = [
     "freeze",
     "json_equal",
     "parse_pointer",
+    "pmap",
+    "pvector",
     "reducer",
     "same_value",
     "thaw",

@@ -2,7 +2,7 @@
 
 An op never copies the path it walks. The first write below a persistent map or vector wraps
 it in a *transient* node: a map overlay (a ``dict`` of changed keys over the untouched
-``PMap``) or a vector evolver (pyrsistent's C evolver over the ``PVector``). Later writes to
+``PMap``) or a vector evolver over the ``PVector``. Later writes to
 the same subtree, by the same op or by the next thousand, hit the overlay at ``dict`` speed.
 :meth:`Slot.commit` turns the overlays back into persistent values, touching only what
 changed, so untouched subtrees stay the same objects and a patch that changes nothing returns
@@ -21,21 +21,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from pyrsistent import PMap, PVector
-
 from ..errors import PatchError, PatchTestError
-from . import _lineage, _pmap_fast
-from ._pmap_fast import lookup
-from .pointer import _PARSED, _PARSED_MAX, END, _json_type, array_index, format_pointer, parse_pointer
-from .values import PVECTOR, freeze, json_equal, short
+from .persistent import _ABSENT, DELETED, PMap, PVector, update_map
+from .pointer import END, _json_type, array_index, format_pointer, parse_pointer
+from .values import freeze, json_equal, short
 
 __all__ = ["Slot", "apply_ops"]
 
-_ABSENT: Any = object()   # not found
-_DELETED: Any = object()  # removed in an overlay
+_DELETED: Any = DELETED  # removed in an overlay
 _SCALARS = frozenset({str, int, float, bool, type(None)})
-# Maps smaller than this are diffed by looking at every key, which is as fast as a note.
-_LINEAGE_MIN: Final = 64
+_PARSED_MAX: Final = 65_536  # pointers one fold remembers parsed (a bound for ever-new paths)
+PVECTOR = PVector
 OPS: Final = ("add", "remove", "replace", "move", "copy", "test")
 
 
@@ -57,40 +53,21 @@ class _TMap:
             t = type(value)
             if t is _TMap or t is _TVec:
                 changes[key] = value.commit()
-        if _pmap_fast.ENABLED:
-            new = _pmap_fast.update(base, changes, _DELETED)
-        else:
-            new = _evolve(base, changes)
+        new = update_map(base, changes)
         self.base = new
         self.changes = {}
-        if new is not base and len(new) >= _LINEAGE_MIN:
-            _lineage.record(new, base, changes)
         return new
-
-
-def _evolve(base: PMap[Any, Any], changes: dict[Any, Any]) -> PMap[Any, Any]:
-    """The same as ``_pmap_fast.update``, through pyrsistent's public evolver."""
-    ev = base.evolver()
-    for key, value in changes.items():
-        if value is _DELETED:
-            if key in ev:  # type: ignore[operator]  # the evolver has __contains__
-                ev.remove(key)
-        else:
-            ev.set(key, value)
-    return ev.persistent()
 
 
 class _TVec:
     """A ``PVector`` being changed through its evolver; ``kids`` are transient elements."""
 
-    __slots__ = ("base", "deleted", "ev", "kids")
+    __slots__ = ("base", "ev", "kids")
 
     def __init__(self, base: PVector[Any]) -> None:
         self.base = base
         self.ev = base.evolver()
         self.kids: dict[int, Any] = {}
-        # pyrsistent 0.20's C evolver does not count a delete as dirty: track it ourselves
-        self.deleted = False
 
     def flush(self) -> None:
         """Commit transient elements into the evolver (before indices shift)."""
@@ -109,11 +86,7 @@ class _TVec:
             return
         if self.kids:
             self.flush()
-        # PVector has no insert: shift the tail right by one (O(n - i)), sharing the prefix
-        ev.append(ev[n - 1])
-        for j in range(n - 1, i, -1):
-            ev[j] = ev[j - 1]
-        ev[i] = value
+        ev.insert(i, value)  # O(n), as an insert into an array is
 
     def delete(self, i: int) -> None:
         if self.kids:
@@ -122,18 +95,16 @@ class _TVec:
             else:
                 self.flush()
         del self.ev[i]
-        self.deleted = True
 
     def commit(self) -> PVector[Any]:
         if self.kids:
             self.flush()
         ev = self.ev
-        if not ev.is_dirty() and not self.deleted:
+        if not ev.is_dirty():
             return self.base
         new = ev.persistent()
         self.base = new
         self.ev = new.evolver()
-        self.deleted = False
         return new
 
 
@@ -220,7 +191,7 @@ def _container(slot: Slot, tokens: tuple[str, ...]) -> Any:
             changes = node.changes
             value = changes.get(token, _ABSENT)
             if value is _ABSENT:
-                value = lookup(node.base, token, _ABSENT)
+                value = node.base._find(token)
                 if value is _ABSENT:
                     raise _missing(token, tokens, depth)
             elif value is _DELETED:
@@ -254,7 +225,7 @@ def _read(slot: Slot, tokens: tuple[str, ...]) -> Any:
         if t is _TMap:
             value = node.changes.get(token, _ABSENT)
             if value is _ABSENT:
-                value = lookup(node.base, token, _ABSENT)
+                value = node.base._find(token)
             elif value is _DELETED:
                 value = _ABSENT
             if value is _ABSENT:
@@ -301,7 +272,7 @@ def _remove(slot: Slot, tokens: tuple[str, ...]) -> None:
     if type(node) is _TMap:
         changes = node.changes
         old = changes.get(last, _ABSENT)
-        if old is _DELETED or (old is _ABSENT and lookup(node.base, last, _ABSENT) is _ABSENT):
+        if old is _DELETED or (old is _ABSENT and node.base._find(last) is _ABSENT):
             raise _missing(last, tokens, len(tokens) - 1)
         changes[last] = _DELETED
     else:
@@ -317,7 +288,7 @@ def _member(op: Any, name: str) -> Any:
 
 def _pointer(op: Any, name: str) -> tuple[str, ...]:
     pointer = _member(op, name)
-    tokens = _PARSED.get(pointer) if type(pointer) is str else None
+    tokens = None
     if tokens is None:
         if type(pointer) is not str:
             raise _Fail(f"{name!r} must be a JSON Pointer string, got {_json_type(pointer)}")
@@ -337,11 +308,17 @@ def _tokens(op: Any, path: Any) -> tuple[str, ...]:
     return _pointer(op, "path")
 
 
-def apply_ops(slot: Slot, ops: Any) -> None:
+def apply_ops(slot: Slot, ops: Any, parsed: dict[str, tuple[str, ...]] | None = None) -> None:
     """Apply JSON Patch operations to the document held by ``slot``, in order.
 
     On an error the slot is left part-way: callers discard it (``apply_patch`` by not
     committing, the fold by raising).
+
+    Args:
+        slot: the document.
+        ops: the operations.
+        parsed: parsed pointers to reuse and add to (a fold passes one for all its events:
+            a run's patches name the same paths over and over); ``None``: parse each.
 
     Raises:
         PatchError: naming the op index, the op and its pointer.
@@ -351,7 +328,8 @@ def apply_ops(slot: Slot, ops: Any) -> None:
     if type(ops) is not list and (isinstance(ops, (str, bytes, Mapping))
                                   or not isinstance(ops, Sequence)):
         raise TypeError(f"a JSON Patch is a list of operations, got {type(ops).__name__}")
-    parsed = _PARSED  # the pointer cache, read inline: most ops name a path seen before
+    if parsed is None:
+        parsed = {}
     scalars = _SCALARS
     for index, op in enumerate(ops):
         kind: Any = "?"
@@ -394,7 +372,7 @@ def apply_ops(slot: Slot, ops: Any) -> None:
                     changes = node.changes
                     if kind == "replace":
                         old = changes.get(last, _ABSENT)
-                        if old is _DELETED or (old is _ABSENT and lookup(node.base, last, _ABSENT) is _ABSENT):
+                        if old is _DELETED or (old is _ABSENT and node.base._find(last) is _ABSENT):
                             raise _missing(last, tokens, len(tokens) - 1)
                     changes[last] = value
                 elif kind == "add":

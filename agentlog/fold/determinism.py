@@ -28,7 +28,6 @@ from ..events import Event
 from .diff import diff_states
 from .engine import (
     EventSource,
-    _collector_paused,
     _drive,
     _resolve,
     _start_state,
@@ -119,9 +118,8 @@ def check_determinism(source: EventSource | Sequence[Event] | Iterable[Event],
 
     # pass 1: one bulk fold from scratch, keeping the boundaries
     bounds: list[State] = [start_state]
-    with _collector_paused():
-        end, _ = _drive(events_fn(0, count), rs, start_state, every=every,
-                        on_boundary=lambda k, state: bounds.append(state))
+    end, _ = _drive(events_fn(0, count), rs, start_state, every=every,
+                    on_boundary=lambda k, state: bounds.append(state))
     if count % every:
         bounds.append(end)
     stretches = len(bounds) - 1

@@ -1,9 +1,7 @@
 """The fold: events in, state out; and the snapshot index that makes any state cheap to reach.
 
-:func:`fold` runs each event's reducers in order. Two things make long folds fast without
-changing a single result:
-
-- **The ``state.patch`` fast path.** When ``state.patch`` is handled by the standard
+:func:`fold` runs each event's reducers in order. One thing makes long folds fast without
+changing a single result, **the ``state.patch`` fast path**: When ``state.patch`` is handled by the standard
   reducer alone, consecutive patch events are applied to one transient overlay of
   ``vars`` (see :mod:`agentlog.fold._transient`) and committed only when a state must
   exist: at a snapshot, before another reducer runs, at the end. A patch event then costs
@@ -11,11 +9,9 @@ changing a single result:
   code that applies the ops is the one ``apply_patch`` uses, so results and errors match the
   one-event-at-a-time path exactly (:func:`~agentlog.fold.determinism.check_determinism`
   compares the two).
-- **No cyclic garbage collection during a bulk fold.** A fold allocates millions of small
-  containers that are never garbage cycles; the collector would traverse them again and
-  again (with it on, the benchmark's folds run 2.5-3.5x slower). Bulk folds run with the collector off and, at the
-  end, hand the survivors to the oldest generation without a traversal
-  (``gc.freeze(); gc.unfreeze()``), then restore the collector's previous state.
+
+The fold touches nothing outside its arguments: no switch of the garbage collector, no cache
+that outlives a call (the parsed pointers of one fold are kept for that fold only).
 
 :class:`SnapshotIndex` keeps the state after every K-th event (K = ``every``; by default
 1,000, more for runs over 256,000 events: see :func:`default_every`), built lazily by one bulk
@@ -28,22 +24,19 @@ Pure: the index reads events through a callable the caller passes; it never open
 
 from __future__ import annotations
 
-import gc
-import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from typing import Any, Final, Protocol, TypeAlias
-
-from pyrsistent import PMap
 
 from ..errors import FoldError, ReducerError
 from ..events import STATE_PATCH, Event
 from ._transient import Slot, apply_ops
+from .persistent import PMap
 from .reducers import Reducer, Reducers, patch_vars, reducer_name
 from .values import EMPTY_MAP, State, freeze
 
-__all__ = ["DEFAULT_EVERY", "MAX_SNAPSHOTS", "EventSource", "EventsFn", "SnapshotIndex",
-           "as_events_fn", "default_every", "fold"]
+__all__ = ["DEFAULT_EVERY", "KEEP", "MAX_SNAPSHOTS", "EventSource", "EventsFn", "SnapshotIndex",
+           "StoredFn", "as_events_fn", "default_every", "fold"]
 
 DEFAULT_EVERY: Final = 1_000
 """The least number of events between snapshots (see :func:`default_every`)."""
@@ -71,6 +64,14 @@ def default_every(count: int) -> int:
 
 EventsFn: TypeAlias = Callable[[int, int], Iterable[Event]]
 """``events(start, stop)``: the events with ``start <= seq < stop``, in order."""
+
+StoredFn: TypeAlias = Callable[[int], "tuple[int, State] | None"]
+"""``stored(n)``: the nearest stored state at or before the state after event ``n``, as
+``(seq, state)``, or ``None`` (a store's checkpoints, which the shell reads)."""
+
+KEEP: Final = 16
+"""With stored states to fall back on, an index keeps at most this many snapshots in memory
+(they cost memory, and a stored state is there to start from again)."""
 
 _PATCH_NAME: Final = reducer_name(patch_vars)
 
@@ -120,38 +121,6 @@ def _start_state(reducers: Reducers, initial: Mapping[str, Any] | None) -> State
     return state
 
 
-# --- garbage collection around bulk folds -----------------------------------------------------
-
-_gc_lock = threading.Lock()
-_gc_depth = 0
-_gc_was_enabled = False
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause cyclic GC for a bulk fold; nested and threaded uses restore it once, at the end."""
-    global _gc_depth, _gc_was_enabled
-    with _gc_lock:
-        if _gc_depth == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_depth += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_depth -= 1
-            if _gc_depth == 0:
-                # Move the fold's survivors to the oldest generation without traversing them
-                # (else the first young collection walks millions of nodes). Skipped if the
-                # program froze objects itself: unfreeze would undo its freeze.
-                if gc.get_freeze_count() == 0:
-                    gc.freeze()
-                    gc.unfreeze()
-                if _gc_was_enabled:
-                    gc.enable()
-
-
 # --- the fold loop ----------------------------------------------------------------------------
 
 def _call(fn: Reducer, state: State, event: Event) -> State:
@@ -191,6 +160,7 @@ def _drive(events: Iterable[Event], reducers: Reducers, state: State, *, every: 
     get = table.get
     fast = table.get(STATE_PATCH) == (patch_vars,)
     slot: Slot | None = None  # transient vars while consecutive patches are applied in place
+    parsed: dict[str, tuple[str, ...]] = {}  # pointers this fold has parsed
     before: Any = None        # vars when the slot was opened
     position = done
     boundary = (done // every + 1) * every if every else -1
@@ -201,7 +171,7 @@ def _drive(events: Iterable[Event], reducers: Reducers, state: State, *, every: 
                 before = state.get("vars", EMPTY_MAP)
                 slot = Slot(before)
             try:
-                apply_ops(slot, event.payload["ops"])
+                apply_ops(slot, event.payload["ops"], parsed)
             except Exception as exc:
                 raise ReducerError(event.seq, kind, _PATCH_NAME, exc) from exc
         else:
@@ -249,18 +219,23 @@ def fold(events: Iterable[Event], reducers: Reducers | Mapping[str, Any] | None 
     """
     reducers = _resolve(reducers)
     state = _start_state(reducers, initial)
-    with _collector_paused():
-        state, _ = _drive(events, reducers, state)
+    state, _ = _drive(events, reducers, state)
     return state
 
 
 class SnapshotIndex:
     """Random access to the states of a run: a snapshot every ``every`` events, built lazily.
 
-    The first call that needs a state folds the whole run once (the fast bulk fold) and keeps
-    the state after every ``every``-th event. ``at(n)`` then folds at most ``every - 1``
-    events from the nearest snapshot, and ``states()`` steps forward at O(1) per event. When
-    the run grows, :meth:`extend` the count; the new part is folded on the next need.
+    Without stored states, the first call that needs a state folds the whole run once (the
+    fast bulk fold) and keeps the state after every ``every``-th event. ``at(n)`` then folds
+    at most ``every - 1`` events from the nearest snapshot, and ``states()`` steps forward at
+    O(1) per event. When the run grows, :meth:`extend` the count; the new part is folded on
+    the next need.
+
+    With ``stored`` (a store's checkpoints), nothing is folded up front: ``at(n)`` starts from
+    the nearest of the stored state, a snapshot already made, or the last answer, and folds
+    from there to ``n``, keeping the snapshots it passes (at most :data:`KEEP`, the least
+    recently used dropped first: the stored states are there to start from again).
 
     Args:
         events: ``events(start, stop)`` returns the events with ``start <= seq < stop``
@@ -271,6 +246,11 @@ class SnapshotIndex:
         initial: the state before event 0; the reducers' initial state when None.
         every: events between snapshots (>= 1); :func:`default_every` of ``count`` when None
             (it stays as chosen when the run grows).
+        stored: ``stored(n)``, the nearest stored state at or before ``n`` (see
+            :data:`StoredFn`); the index then folds only from there.
+        fold_events: like ``events``, but may give ``state.patch`` events as any object with
+            ``seq``, ``type`` and ``payload`` (cheaper to make from a table); used for folding
+            when ``state.patch`` has only the standard reducer, never handed to callers.
 
     >>> from agentlog.events import Event
     >>> events = [Event(seq=i, type="state.patch",
@@ -284,7 +264,8 @@ class SnapshotIndex:
     """
 
     def __init__(self, events: EventsFn, count: int, reducers: Reducers | Mapping[str, Any] | None = None,
-                 initial: Mapping[str, Any] | None = None, *, every: int | None = None) -> None:
+                 initial: Mapping[str, Any] | None = None, *, every: int | None = None,
+                 stored: StoredFn | None = None, fold_events: EventsFn | None = None) -> None:
         if type(count) is not int or count < 0:
             raise ValueError(f"count must be a non-negative int, got {count!r}")
         every = default_every(count) if every is None else every
@@ -298,6 +279,12 @@ class SnapshotIndex:
         self._snapshots: list[State] = [self._initial]  # [j]: the state after j * every events
         self._folded = 0  # events the bulk fold has covered
         self._last: tuple[int, State] | None = None  # the latest at() answer, to step on from
+        self._stored = stored
+        # what the fold reads: may give, for state.patch, a lighter object with only seq,
+        # type and payload (all the fast path reads), when that path is on
+        fast = self._reducers._table.get(STATE_PATCH) == (patch_vars,)
+        self._fold_events = fold_events if fold_events is not None and fast else events
+        self._kept: OrderedDict[int, State] = OrderedDict()  # with stored: j -> state, LRU
 
     @classmethod
     def of(cls, source: EventSource | Sequence[Event] | Iterable[Event],
@@ -325,14 +312,14 @@ class SnapshotIndex:
     @property
     def snapshot_count(self) -> int:
         """How many snapshots are held (the initial state included)."""
-        return len(self._snapshots)
+        return len(self._snapshots) + len(self._kept)
 
     def __len__(self) -> int:
         return self._count
 
     def __repr__(self) -> str:
         return (f"<SnapshotIndex {self._count:,} events, every {self._every:,}, "
-                f"{len(self._snapshots):,} snapshots>")
+                f"{self.snapshot_count:,} snapshots>")
 
     def extend(self, count: int) -> None:
         """Take in events appended to the run: it now has ``count`` events.
@@ -355,9 +342,8 @@ class SnapshotIndex:
             if k == len(snapshots) * every:
                 snapshots.append(state)
 
-        with _collector_paused():
-            _, n = _drive(self._events(start, self._count), self._reducers, snapshots[-1],
-                          every=every, done=start, on_boundary=keep)
+        _, n = _drive(self._fold_events(start, self._count), self._reducers, snapshots[-1],
+                      every=every, done=start, on_boundary=keep)
         self._check_read(start, self._count, n)
         self._folded = self._count
         return self
@@ -380,9 +366,40 @@ class SnapshotIndex:
             with ``n - seq < every``.
         """
         self._check(n, -1)
+        if self._stored is not None:
+            return self._base(n)
         self.build()
         j = (n + 1) // self._every
         return j * self._every - 1, self._snapshots[j]
+
+    def _base(self, n: int) -> tuple[int, State]:
+        """With stored states: the nearest of a kept snapshot, a stored state, the start."""
+        every = self._every
+        j = (n + 1) // every
+        kept = self._kept
+        if j in kept:
+            kept.move_to_end(j)
+            return j * every - 1, kept[j]
+        best: tuple[int, State] = (-1, self._initial)
+        below = [k for k in kept if k <= j]
+        if below:
+            k = max(below)
+            kept.move_to_end(k)
+            best = (k * every - 1, kept[k])
+        found = self._stored(n) if self._stored is not None and best[0] < n else None
+        if found is not None and found[0] > best[0]:
+            best = found
+        return best
+
+    def _keep(self, k: int, state: State) -> None:
+        """With stored states: keep the state after the first ``k`` events (a multiple of
+        ``every``), dropping the least recently used past :data:`KEEP`."""
+        j = k // self._every
+        kept = self._kept
+        kept[j] = state
+        kept.move_to_end(j)
+        while len(kept) > KEEP:
+            kept.popitem(last=False)
 
     def at(self, n: int) -> State:
         """The state after event ``n`` (``-1``: the initial state).
@@ -399,8 +416,11 @@ class SnapshotIndex:
             seq, state = last
             if seq == n:
                 return state
-        with _collector_paused():
-            state, folded = _drive(self._events(seq + 1, n + 1), self._reducers, state)
+        if self._stored is not None:
+            state, folded = _drive(self._fold_events(seq + 1, n + 1), self._reducers, state,
+                                   every=self._every, done=seq + 1, on_boundary=self._keep)
+        else:
+            state, folded = _drive(self._fold_events(seq + 1, n + 1), self._reducers, state)
         self._check_read(seq + 1, n + 1, folded)
         self._last = (n, state)
         return state

@@ -7,16 +7,17 @@ is all you get. Untouched subtrees of the result are the same objects as in the 
 patch that changes nothing returns the input itself.
 
 A :class:`Patch` is what :func:`~agentlog.fold.diff.diff_states` returns: a read-only
-sequence of op mappings that may carry an ``"old"`` member (the value before, for display;
-``apply_patch`` ignores it). It prints as one line per op and renders as escaped HTML.
+sequence of RFC 6902 op mappings, with the value each op overwrote kept beside it (a
+:class:`Change` per op), not inside it. It prints as one line per op; the HTML table is a view
+(``agentlog.widgets.html.patch_repr``), not part of the fold.
 
 Pure: no I/O.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final, overload
 
@@ -24,12 +25,10 @@ from ._transient import Slot, apply_ops
 from .pointer import array_index, escape_token, format_pointer, parse_pointer
 from .values import freeze, short, thaw
 
-__all__ = ["Patch", "apply_patch", "array_index", "escape_token", "format_pointer",
-           "parse_pointer"]
+__all__ = ["NO_VALUE", "Change", "Patch", "apply_patch", "array_index", "escape_token",
+           "format_pointer", "line", "parse_pointer", "parts"]
 
-_TEXT_LIMIT: Final = 60   # characters of a value in a text line
-_HTML_LIMIT: Final = 120  # characters of a value in an HTML row
-_HTML_ROWS: Final = 200   # rows shown before "… N more"
+TEXT_LIMIT: Final = 60   # characters of a value in a text line
 _MISSING: Any = object()
 
 
@@ -39,7 +38,8 @@ def apply_patch(doc: Any, ops: Iterable[Mapping[str, Any]]) -> Any:
     Args:
         doc: a state or any frozen JSON value (a plain one is frozen first).
         ops: the operations, e.g. ``[{"op": "add", "path": "/a", "value": 1}]`` or a
-            :class:`Patch`. Values are frozen as they enter; ``"old"`` members are ignored.
+            :class:`Patch`. Values are frozen as they enter; members RFC 6902 does not
+            define are ignored, as it says.
 
     Returns:
         The patched document: ``doc`` itself if nothing changed, else a new value sharing
@@ -51,7 +51,6 @@ def apply_patch(doc: Any, ops: Iterable[Mapping[str, Any]]) -> Any:
         PatchTestError: a ``test`` op found another value.
         TypeError: ``ops`` is not a list of operations.
 
-    >>> from pyrsistent import pmap
     >>> a = freeze({"plan": ["look"], "notes": {"n": 1}})
     >>> b = apply_patch(a, [{"op": "add", "path": "/plan/-", "value": "act"},
     ...                     {"op": "test", "path": "/notes/n", "value": 1.0}])
@@ -69,41 +68,84 @@ def apply_patch(doc: Any, ops: Iterable[Mapping[str, Any]]) -> Any:
     return slot.commit()
 
 
-class Patch(Sequence[Mapping[str, Any]]):
-    """A read-only sequence of JSON Patch operations, with text and HTML displays.
+class _NoValue:
+    """The type of :data:`NO_VALUE`."""
 
-    Each op is a read-only mapping (``{"op", "path", "value"?, "from"?, "old"?}``). A patch
-    equals another patch or a list of op dicts with the same ops.
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NO_VALUE"
+
+    def __reduce__(self) -> str:
+        return "NO_VALUE"
+
+
+NO_VALUE: Final[Any] = _NoValue()
+"""The ``old`` of a :class:`Change` whose op overwrote nothing (``add``, ``copy``, ``move``, ``test``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One op of a :class:`Patch` and the value it overwrote, kept beside the op.
+
+    ``op`` is exactly an RFC 6902 operation; ``old`` is the value at ``op["path"]`` before it
+    was applied (``replace``, ``remove``), or :data:`NO_VALUE`.
+
+    >>> Change({"op": "replace", "path": "/n", "value": 3}, old=2).old
+    2
+    """
+
+    op: Mapping[str, Any]
+    """The RFC 6902 operation."""
+    old: Any = NO_VALUE
+    """The value it overwrote, for display."""
+
+
+class Patch(Sequence[Mapping[str, Any]]):
+    """A read-only sequence of RFC 6902 operations, and the value each one overwrote.
+
+    Iterating gives the ops, each a read-only mapping that is exactly an RFC 6902 operation
+    (``{"op", "path", "value"?, "from"?}``), so a patch goes to ``apply_patch``, ``jsonpatch``
+    or ``json.dumps(patch.to_json())`` as it is. :attr:`changes` pairs each op with the value
+    it overwrote (:class:`Change`; ``diff_states`` fills it in), which the text display shows.
+    A patch equals another patch with the same changes, or a list of op dicts with the same ops.
 
     Args:
-        ops: the operations.
+        ops: the operations: op mappings, or :class:`Change` values.
 
-    >>> p = Patch([{"op": "replace", "path": "/n", "value": 3, "old": 2},
+    >>> p = Patch([Change({"op": "replace", "path": "/n", "value": 3}, old=2),
     ...            {"op": "add", "path": "/tags/-", "value": "<b>"}])
     >>> print(p)
     ~ /n: 2 → 3
     + /tags/- = "<b>"
-    >>> p.paths
-    ('/n', '/tags/-')
+    >>> p.paths, dict(p[0])
+    (('/n', '/tags/-'), {'op': 'replace', 'path': '/n', 'value': 3})
+    >>> [c.old for c in p.changes]
+    [2, NO_VALUE]
     >>> Patch([]) == []
     True
     """
 
-    __slots__ = ("_ops",)
+    __slots__ = ("_old", "_ops")
 
-    def __init__(self, ops: Iterable[Mapping[str, Any]] = ()) -> None:
-        checked = []
-        for i, op in enumerate(ops):
+    def __init__(self, ops: Iterable[Mapping[str, Any] | Change] = ()) -> None:
+        checked: list[Mapping[str, Any]] = []
+        old: list[Any] = []
+        for i, item in enumerate(ops):
+            op, was = (item.op, item.old) if isinstance(item, Change) else (item, NO_VALUE)
             if not isinstance(op, Mapping) or not isinstance(op.get("op"), str):
                 raise TypeError(f"op {i}: an operation is a mapping with an 'op' string, got {op!r}")
             checked.append(op if type(op) is MappingProxyType else MappingProxyType(dict(op)))
+            old.append(was)
         self._ops: tuple[Mapping[str, Any], ...] = tuple(checked)
+        self._old: tuple[Any, ...] = tuple(old)
 
     @classmethod
-    def _trusted(cls, ops: list[dict[str, Any]]) -> Patch:
-        """Build from op dicts this package made (no checks, no copies)."""
+    def _trusted(cls, ops: list[dict[str, Any]], old: list[Any]) -> Patch:
+        """Build from op dicts and old values this package made (no checks, no copies)."""
         patch = cls.__new__(cls)
         patch._ops = tuple(MappingProxyType(op) for op in ops)
+        patch._old = tuple(old)
         return patch
 
     @overload
@@ -115,6 +157,7 @@ class Patch(Sequence[Mapping[str, Any]]):
         if isinstance(index, slice):
             patch = Patch.__new__(Patch)
             patch._ops = self._ops[index]
+            patch._old = self._old[index]
             return patch
         return self._ops[index]
 
@@ -124,9 +167,14 @@ class Patch(Sequence[Mapping[str, Any]]):
     def __iter__(self) -> Iterator[Mapping[str, Any]]:
         return iter(self._ops)
 
+    @property
+    def changes(self) -> tuple[Change, ...]:
+        """Each op with the value it overwrote (:data:`NO_VALUE` where it overwrote nothing)."""
+        return tuple(Change(op, old) for op, old in zip(self._ops, self._old, strict=True))
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Patch):
-            return self._ops == other._ops
+            return self._ops == other._ops and self._old == other._old
         if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
             return len(other) == len(self._ops) and all(
                 isinstance(b, Mapping) and dict(a) == dict(b) for a, b in zip(self._ops, other))
@@ -134,8 +182,12 @@ class Patch(Sequence[Mapping[str, Any]]):
 
     __hash__ = None  # type: ignore[assignment]  # ops hold unhashable values
 
-    def __add__(self, other: Iterable[Mapping[str, Any]]) -> Patch:
-        return Patch([*self._ops, *other])
+    def __add__(self, other: Iterable[Mapping[str, Any] | Change]) -> Patch:
+        more = other if isinstance(other, Patch) else Patch(other)
+        patch = Patch.__new__(Patch)
+        patch._ops = self._ops + more._ops
+        patch._old = self._old + more._old
+        return patch
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -152,7 +204,7 @@ class Patch(Sequence[Mapping[str, Any]]):
         return tuple(seen)
 
     def to_json(self) -> list[dict[str, Any]]:
-        """The ops as plain dicts with plain values (``"old"`` kept), ready for ``json.dumps``."""
+        """The ops as plain dicts with plain values (RFC 6902), ready for ``json.dumps``."""
         return [{k: thaw(v) for k, v in op.items()} for op in self._ops]
 
     def __repr__(self) -> str:
@@ -164,31 +216,25 @@ class Patch(Sequence[Mapping[str, Any]]):
     def __str__(self) -> str:
         if not self._ops:
             return "(no changes)"
-        return "\n".join(_line(op, _TEXT_LIMIT) for op in self._ops)
+        return "\n".join(line(change, TEXT_LIMIT) for change in self.changes)
 
-    def _repr_html_(self) -> str:
-        n = len(self._ops)
-        rows = []
-        for op in self._ops[:_HTML_ROWS]:
-            sign, path, detail = _parts(op, _HTML_LIMIT)
-            rows.append(f'<tr class="al-{html.escape(str(op["op"]))}"><td>{html.escape(sign)}</td>'
-                        f"<td><code>{html.escape(path)}</code></td>"
-                        f"<td>{html.escape(detail)}</td></tr>")
-        if n > _HTML_ROWS:
-            rows.append(f'<tr><td colspan="3">… {n - _HTML_ROWS:,} more</td></tr>')
-        body = "".join(rows) if rows else '<tr><td colspan="3">(no changes)</td></tr>'
-        return (f'<div class="agentlog-patch"><div class="al-header">Patch · {n:,} '
-                f'op{"s" if n != 1 else ""}</div><table>{body}</table>'
-                f"<details><summary>text</summary><pre>{html.escape(str(self))}</pre></details>"
-                "</div>")
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython's plain-text display: the lines of :meth:`__str__` (the HTML table is drawn
+        by ``agentlog.widgets.html.patch_repr``)."""
+        printer.text(repr(self) if cycle else f"{self!r}\n{self}" if self._ops else repr(self))
 
 
-def _parts(op: Mapping[str, Any], limit: int) -> tuple[str, str, str]:
-    """(sign, path, detail) for one op; the text line is their join."""
+def parts(change: Change, limit: int) -> tuple[str, str, str]:
+    """``(sign, path, detail)`` of one change, for display; the text line is their join.
+
+    >>> parts(Change({"op": "remove", "path": "/a"}, old=[1]), 60)
+    ('-', '/a', '(was [1])')
+    """
+    op, old = change.op, change.old
     kind, path = op["op"], str(op.get("path", ""))
-    value, old, source = op.get("value", _MISSING), op.get("old", _MISSING), op.get("from")
+    value, source = op.get("value", _MISSING), op.get("from")
     shown = "" if value is _MISSING else short(value, limit)
-    was = "" if old is _MISSING else short(old, limit)
+    was = "" if old is NO_VALUE else short(old, limit)
     if kind == "add":
         return "+", path, f"= {shown}"
     if kind == "remove":
@@ -204,8 +250,9 @@ def _parts(op: Mapping[str, Any], limit: int) -> tuple[str, str, str]:
     return "!", path, f"{kind} {shown}".strip()
 
 
-def _line(op: Mapping[str, Any], limit: int) -> str:
-    sign, path, detail = _parts(op, limit)
+def line(change: Change, limit: int) -> str:
+    """One change as a line of text (``~ /n: 2 → 3``)."""
+    sign, path, detail = parts(change, limit)
     if not detail:
         return f"{sign} {path}"
     sep = "" if detail.startswith(":") else " "

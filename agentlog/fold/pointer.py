@@ -19,11 +19,6 @@ __all__ = ["END", "array_index", "escape_token", "format_pointer", "parse_pointe
 END: Final = "-"
 """The token naming the position after the last element of an array."""
 
-# Parsed pointers, reused: a run's patches name the same few hundred paths over and over.
-_PARSED: dict[str, tuple[str, ...]] = {}
-_PARSED_MAX: Final = 65_536
-
-
 def parse_pointer(pointer: str) -> tuple[str, ...]:
     """Split a JSON Pointer into its unescaped reference tokens.
 
@@ -46,16 +41,6 @@ def parse_pointer(pointer: str) -> tuple[str, ...]:
     ...
     ValueError: a JSON Pointer must be empty or start with '/'
     """
-    tokens = _PARSED.get(pointer)
-    if tokens is None:
-        tokens = _parse(pointer)
-        if len(_PARSED) >= _PARSED_MAX:
-            _PARSED.clear()  # a crude bound: patches that name ever-new paths do not grow memory
-        _PARSED[pointer] = tokens
-    return tokens
-
-
-def _parse(pointer: str) -> tuple[str, ...]:
     if type(pointer) is not str:
         raise TypeError(f"a JSON Pointer is a string, got {_json_type(pointer)}")
     if pointer == "":

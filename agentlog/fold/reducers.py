@@ -61,11 +61,10 @@ Every default reducer leaves the subtrees it does not change as the same objects
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, TypeAlias
-
-from pyrsistent import PMap, pmap
 
 from ..events import (
     APPROVAL_DENIED,
@@ -84,8 +83,8 @@ from ..events import (
     TOOL_RESULT,
     Event,
 )
-from . import _lineage
 from .patch import apply_patch
+from .persistent import PMap, pmap
 from .values import EMPTY_MAP, EMPTY_VECTOR, State, freeze, same_value
 
 __all__ = ["Reducer", "ReducerRegistrationWarning", "Reducers", "reducer", "reducer_name"]
@@ -130,11 +129,12 @@ class Reducers(Mapping[str, tuple[Reducer, ...]]):
     ['approvals', 'messages', 'objects', 'relations', 'status', 'usage', 'vars']
     """
 
-    __slots__ = ("_initial", "_table")
+    __slots__ = ("_fp", "_initial", "_table")
 
     def __init__(self, reducers: Mapping[str, Reducer | Iterable[Reducer]] | None = None, *,
                  base: Reducers | None = None, initial: Mapping[str, Any] | None = None) -> None:
         self._table: dict[str, tuple[Reducer, ...]] = dict(base._table) if base is not None else {}
+        self._fp: str | None = None
         if initial is not None:
             frozen = freeze(initial)
             if not isinstance(frozen, PMap):
@@ -200,6 +200,33 @@ class Reducers(Mapping[str, tuple[Reducer, ...]]):
         """The state before the first event."""
         return self._initial
 
+    def fingerprint(self) -> str:
+        """A hex digest of what this set computes: each type's reducers (qualified names and
+        compiled code, constants and the values they close over) and the initial state.
+
+        Checkpoints name it, so changing a reducer makes the checkpoints folded with it
+        stale. It sees a reducer's own code, not the code of functions it calls: after
+        changing such a helper, rebuild the checkpoints (``agentlog checkpoint --rebuild``).
+
+        >>> Reducers.standard().fingerprint() == Reducers.standard().fingerprint()
+        True
+        >>> mine = Reducers.standard().with_reducer("note", lambda state, event: state)
+        >>> mine.fingerprint() != Reducers.standard().fingerprint()
+        True
+        """
+        if self._fp is not None:
+            return self._fp
+        from .encode import digest
+        h = hashlib.sha256(f"agentlog reducers {FOLD_SEMANTICS}\n".encode())
+        for type_ in sorted(self._table):
+            h.update(f"type {type_}\n".encode())
+            for fn in self._table[type_]:
+                h.update(f"{reducer_name(fn)}\n".encode())
+                _hash_code(h, fn)
+        h.update(digest(self._initial))
+        self._fp = h.hexdigest()
+        return self._fp
+
     def names(self, type: str) -> tuple[str, ...]:
         """The qualified names of the reducers for ``type``, in the order they run."""
         return tuple(reducer_name(fn) for fn in self._table.get(type, ()))
@@ -216,6 +243,53 @@ class Reducers(Mapping[str, tuple[Reducer, ...]]):
     def __repr__(self) -> str:
         n = sum(len(fns) for fns in self._table.values())
         return f"<Reducers {n} reducers for {len(self._table)} event types>"
+
+
+FOLD_SEMANTICS: Final = 1
+"""Raise when the standard reducers or the patch code start computing something else: every
+checkpoint folded before becomes stale (it is part of :meth:`Reducers.fingerprint`)."""
+
+
+def _hash_code(h: Any, fn: Any, depth: int = 0) -> None:
+    """Feed a callable's code into ``h``: bytecode, names, constants (nested code too) and the
+    values its closure holds (their repr, or their type for anything without a stable one)."""
+    if depth > 4:
+        return
+    target = getattr(fn, "__func__", fn)
+    wrapped = getattr(target, "func", None)  # functools.partial
+    if wrapped is not None and not hasattr(target, "__code__"):
+        _hash_code(h, wrapped, depth + 1)
+        h.update(repr((getattr(target, "args", ()), sorted(getattr(target, "keywords", {}).items()))).encode())
+        return
+    code = getattr(target, "__code__", None)
+    if code is None:
+        call = type(target).__dict__.get("__call__")  # a callable object: its class's method
+        code = getattr(call, "__code__", None)
+    if code is None:
+        h.update(repr(target).encode())
+        return
+    _hash_codeobj(h, code)
+    for cell in getattr(target, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if callable(value):
+            _hash_code(h, value, depth + 1)
+        elif isinstance(value, (str, int, float, bool, type(None), tuple, frozenset)):
+            h.update(repr(value).encode())
+        else:
+            h.update(type(value).__qualname__.encode())
+
+
+def _hash_codeobj(h: Any, code: Any) -> None:
+    h.update(code.co_code)
+    h.update(repr(code.co_names).encode())
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            _hash_codeobj(h, const)
+        else:
+            h.update(repr(const).encode())
 
 
 def _added(current: tuple[Reducer, ...], type: str, fn: Reducer,
@@ -299,7 +373,7 @@ def set_messages(state: State, event: Event) -> State:
         return state
     current = state.get("messages", EMPTY_VECTOR)
     n = len(current)
-    if len(new) >= n and all(same_value(current[i], new[i]) for i in range(n)):
+    if len(new) >= n and all(same_value(a, b) for a, b in zip(current, new)):
         if len(new) == n:
             return state
         return state.set("messages", current.extend(freeze(m) for m in new[n:]))
@@ -320,9 +394,7 @@ def _provenance(event: Event) -> PMap[str, Any]:
 
 
 def _set_key(mapping: PMap[str, Any], key: str, value: Any) -> PMap[str, Any]:
-    new = mapping.set(key, value)
-    _lineage.record(new, mapping, (key,))  # lets diff_states skip the other objects
-    return new
+    return mapping.set(key, value)
 
 
 def _object_id(payload: Mapping[str, Any], what: str) -> str:

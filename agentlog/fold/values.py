@@ -1,7 +1,8 @@
 """The values a state holds: freezing at the boundary, thawing for display, JSON equality.
 
-A state is a tree of pyrsistent ``PMap`` (JSON objects, string keys) and ``PVector`` (JSON
-arrays) whose leaves are ``str``, ``int``, ``float``, ``bool``, ``None`` or a
+A state is a tree of :class:`~agentlog.fold.persistent.PMap` (JSON objects, string keys) and
+:class:`~agentlog.fold.persistent.PVector` (JSON arrays), agentlog's persistent map and vector
+with pyrsistent's API, whose leaves are ``str``, ``int``, ``float``, ``bool``, ``None`` or a
 :class:`~agentlog.events.BlobRef`, which stays as it is. Values enter the state through
 :func:`freeze` and leave it through :func:`thaw`.
 
@@ -19,9 +20,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
-from pyrsistent import PMap, PVector, pmap, pvector
-
-from . import _pmap_fast
+from .persistent import PMap, PVector, map_of_dict, pmap, pvector
 
 __all__ = ["EMPTY_MAP", "EMPTY_VECTOR", "PVECTOR", "State", "freeze", "json_equal", "same_value", "short",
            "thaw"]
@@ -31,8 +30,7 @@ State: TypeAlias = PMap[str, Any]
 
 EMPTY_MAP: PMap[str, Any] = pmap()
 EMPTY_VECTOR: PVector[Any] = pvector()
-# ``pyrsistent.PVector`` is an abstract class; the vectors are of this (C) type.
-PVECTOR: type = type(EMPTY_VECTOR)
+PVECTOR: type = PVector  # the vector type (a name kept from when it was pyrsistent's C type)
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _TEXT = (str, bytes, bytearray)
@@ -41,11 +39,11 @@ _TEXT = (str, bytes, bytearray)
 def freeze(value: Any) -> Any:
     """Return ``value`` as a persistent tree: mappings become ``PMap``, lists and tuples ``PVector``.
 
-    Persistent containers are taken as they are (they are frozen already), so moving a
-    subtree of a state elsewhere costs nothing and keeps it shared. Scalars and
-    :class:`~agentlog.events.BlobRef` objects are kept as they are. Unlike
-    ``pyrsistent.freeze``, tuples become vectors (JSON has only arrays) and already
-    persistent values are not copied.
+    agentlog's persistent containers are taken as they are (they are frozen already), so
+    moving a subtree of a state elsewhere costs nothing and keeps it shared; any other mapping
+    or sequence (a pyrsistent one too) is copied into them. Scalars and
+    :class:`~agentlog.events.BlobRef` objects are kept as they are. Tuples become vectors (JSON
+    has only arrays).
 
     Args:
         value: a JSON-like value.
@@ -62,17 +60,15 @@ def freeze(value: Any) -> Any:
     if t in _SCALARS or t is PMap or t is PVECTOR:
         return value
     scalars = _SCALARS
-    if t is dict or (isinstance(value, Mapping) and not isinstance(value, PMap)):
-        if t is dict and _pmap_fast.ENABLED:
+    if t is dict or isinstance(value, Mapping):
+        if t is dict:
             for v in value.values():
                 if type(v) not in scalars:
                     break
             else:  # all scalars, the common case: no copy needed before building
-                return _pmap_fast.build(value)
-        items = {k: v if type(v) in scalars else freeze(v) for k, v in value.items()}
-        return _pmap_fast.build(items) if _pmap_fast.ENABLED else pmap(items)
-    if t is list or t is tuple or (isinstance(value, Sequence) and not isinstance(value, _TEXT)
-                                  and not isinstance(value, PVector)):
+                return map_of_dict(value)
+        return map_of_dict({k: v if type(v) in scalars else freeze(v) for k, v in value.items()})
+    if t is list or t is tuple or (isinstance(value, Sequence) and not isinstance(value, _TEXT)):
         return pvector([v if type(v) in scalars else freeze(v) for v in value])
     return value  # BlobRef, or anything else opaque: kept, and canonical JSON judges it later
 

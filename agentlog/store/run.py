@@ -11,13 +11,14 @@ import json
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+import orjson
 import pyarrow as pa
 
 from ..chain import GENESIS
 from ..errors import EventNotFoundError, EventSchemaError
-from ..events import BlobRef, Event, lift, registry
+from ..events import STATE_PATCH, BlobRef, Event, lift, registry
 from .lock import writer_is_live
 from .meta import read_meta
 from .segments import empty_table
@@ -168,11 +169,17 @@ class Run:
     def iter_events(self, start: int = 0, stop: int | None = None) -> Iterator[Event]:
         """The events with ``start <= seq < stop``, in order.
 
-        Seeks to the segments that hold them and converts a batch of rows at a time.
+        Seeks to the segments that hold them and converts a batch of 4,096 rows at a time
+        (columns to lists once, payloads decoded by one orjson call per batch).
 
         Raises:
             ValueError: ``start`` is negative.
         """
+        return self._iter_events(start, stop, light=False)
+
+    def _iter_events(self, start: int, stop: int | None, *, light: bool) -> Iterator[Any]:
+        """:meth:`iter_events`; ``light``: ``state.patch`` rows as :class:`PatchRow` (the fold's
+        fast path reads only seq, type and payload)."""
         if start < 0:
             raise ValueError(f"start must be >= 0, got {start}")
         snap = self._snapshot()
@@ -183,7 +190,7 @@ class Run:
         if at is not None and start <= at:
             parent = self.parent
             assert parent is not None
-            yield from parent.iter_events(start, min(stop, at + 1))
+            yield from parent._iter_events(start, min(stop, at + 1), light=light)
             start = at + 1
         decode = _decoder(self.store.blobs.read)
         for seg in snap.segments:
@@ -191,7 +198,7 @@ class Run:
                 continue
             lo = max(start, seg.first) - seg.first
             hi = min(stop, seg.end) - seg.first
-            yield from _table_events(seg.table.slice(lo, hi - lo), decode, self.id)
+            yield from _table_events(seg.table.slice(lo, hi - lo), decode, self.id, light)
         for row in snap.tail:
             if start <= row[0] < stop:
                 yield _row_event(row, decode, self.id)
@@ -225,8 +232,11 @@ class Run:
     # --- state: a fold over the log (the shell feeds events; agentlog.fold folds) ------------
 
     def _index(self, reducers: Any) -> Any:
-        """The snapshot index for a reducer set, built once and extended as the run grows."""
+        """The snapshot index for a reducer set, made once and extended as the run grows; it
+        starts from the run's checkpoints for that set (:mod:`.checkpoints`)."""
         from ..fold import SnapshotIndex
+        from ..fold.engine import _resolve
+        from .checkpoints import StoredStates
         key = id(reducers)
         held = self._indexes.get(key)
         if held is not None and held[0] is reducers:
@@ -234,20 +244,42 @@ class Run:
             if len(index) != len(self):
                 index.extend(len(self))
             return index
-        index = SnapshotIndex(lambda start, stop: self.iter_events(start, stop), len(self), reducers)
+        resolved = _resolve(reducers)
+        index = SnapshotIndex(lambda start, stop: self.iter_events(start, stop), len(self), resolved,
+                              stored=StoredStates(self, resolved),
+                              fold_events=lambda start, stop: self._iter_events(start, stop, light=True))
         self._indexes[key] = (reducers, index)
         return index
 
     def state_at(self, n: int, *, reducers: Any = None) -> Any:
-        """The state after event ``n`` (``-1``: the initial state), through a snapshot index.
+        """The state after event ``n`` (``-1``: the initial state).
 
-        The first call builds the index with one bulk fold; later calls fold at most K events
-        from the nearest snapshot.
+        Starts from the nearest of: the run's newest checkpoint at or before ``n`` for these
+        reducers (read lazily: only the nodes the fold touches), a snapshot this run object
+        made before, or the last state asked for; then folds the events from there to ``n``.
+        So the first call costs the events between ``n`` and the checkpoint before it, not
+        the whole run, and stepping forward costs one event. A checkpoint that fails a check
+        is not used (:class:`~agentlog.errors.CheckpointWarning`) and the state is folded from
+        the log.
 
         Args:
             n: a seq of this run, or ``-1`` for the state before the first event.
             reducers: a :class:`~agentlog.fold.Reducers` set (default: the default projection).
         """
+        from ..errors import CheckpointError, ReducerError
+        for _ in range(8):
+            index = self._index(reducers)
+            try:
+                return index.at(n)
+            except (CheckpointError, ReducerError) as exc:
+                cause = exc if isinstance(exc, CheckpointError) else exc.__cause__
+                if not isinstance(cause, CheckpointError):
+                    raise
+                index._stored.drop_all(cause)  # a pack changed under us: start again without it
+                self._indexes.pop(id(reducers), None)
+                stored = index._stored
+                fresh = self._index(reducers)
+                fresh._stored.dropped |= stored.dropped
         return self._index(reducers).at(n)
 
     def states(self, start: int = 0, stop: int | None = None, *,
@@ -392,30 +424,72 @@ def _decoder(reader: Callable[[str], bytes]) -> Callable[[str], Any]:
 
     def decode(text: str) -> Any:
         # The hook costs a call per object; only payloads that hold a blob ref pay for it.
-        return json.loads(text, object_hook=hook) if '"$blob"' in text else json.loads(text)
+        return json.loads(text, object_hook=hook) if '"$blob"' in text else orjson.loads(text)
 
     return decode
 
 
-def _table_events(table: pa.Table, decode: Callable[[str], Any], run_id: str) -> Iterator[Event]:
+def _payloads(texts: list[str], decode: Callable[[str], Any]) -> list[Any]:
+    """Decode a batch of payloads: one orjson call for the batch (the texts are canonical
+    JSON objects, so joined with commas they make one array); those with a blob reference
+    go through ``decode`` again to turn the references into :class:`BlobRef` objects."""
+    values: list[Any] = orjson.loads("[" + ",".join(texts) + "]")
+    for i, text in enumerate(texts):
+        if '"$blob"' in text:
+            values[i] = decode(text)
+    return values
+
+
+class PatchRow(NamedTuple):
+    """A ``state.patch`` row as the fold's fast path reads it (made for folding only)."""
+
+    seq: int
+    type: str
+    payload: Any
+
+
+def _table_events(table: pa.Table, decode: Callable[[str], Any], run_id: str,
+                  light: bool = False) -> Iterator[Any]:
+    """Events from a table, a batch of 4,096 rows at a time: columns turned into Python
+    lists once, payloads decoded in bulk (:func:`_payloads`). ``light``: a batch of
+    ``state.patch`` rows only is read as :class:`PatchRow` objects from three columns."""
     for batch in table.to_batches(max_chunksize=_BATCH):
+        if light:
+            types = batch.column(1)
+            if len(types.dictionary) == 1 and types.dictionary[0].as_py() == STATE_PATCH \
+                    and types.null_count == 0:
+                seqs = batch.column(0).to_pylist()
+                payloads = _payloads(batch.column(6).to_pylist(), decode)
+                yield from map(PatchRow, seqs, [STATE_PATCH] * len(seqs), payloads)
+                continue
         cols = [batch.column(i) for i in range(batch.num_columns)]
         cols[5] = cols[5].cast(pa.int64())  # ts: ints, not datetimes
         values = [c.to_pylist() for c in cols]
+        values[6] = _payloads(values[6], decode)
         for row in zip(*values, strict=True):
-            yield _row_event(row, decode, run_id)
+            yield Event(seq=row[0], type=row[1], payload=_current(row[1], row[6], run_id, row[0]),
+                        actor=row[2], caused_by=row[3],
+                        span_id=row[4], ts=row[5], model=row[7], input_tokens=row[8],
+                        output_tokens=row[9], cached_tokens=row[10], cost_usd=row[11],
+                        duration_ms=row[12], hash=row[13])
 
 
-def _row_event(row: tuple[Any, ...], decode: Callable[[str], Any], run_id: str = "") -> Event:
+def _current(type: str, payload: Any, run_id: str, seq: int) -> Any:
+    """A standard payload in the version this code reads: an older one is lifted (the log is
+    never rewritten, so its hashes stay valid); a newer one is refused naming run and seq."""
+    if type not in _LIFTED:
+        return payload
+    try:
+        return lift(type, payload)
+    except EventSchemaError as exc:
+        raise exc.at(run_id, seq) from None
+
+
+def _row_event(row: tuple[Any, ...], decode: Callable[[str], Any], run_id: str) -> Event:
     (seq, type, actor, caused_by, span_id, ts, payload, model, input_tokens, output_tokens,
      cached_tokens, cost_usd, duration_ms, hash) = row
-    data = decode(payload)
-    if type in _LIFTED:
-        try:
-            data = lift(type, data)  # an older payload, read in today's shape (never rewritten)
-        except EventSchemaError as exc:
-            raise exc.at(run_id, seq) from None
-    return Event(seq=seq, type=type, payload=data, actor=actor, caused_by=caused_by,
+    return Event(seq=seq, type=type, payload=_current(type, decode(payload), run_id, seq),
+                 actor=actor, caused_by=caused_by,
                  span_id=span_id, ts=ts, model=model, input_tokens=input_tokens,
                  output_tokens=output_tokens, cached_tokens=cached_tokens, cost_usd=cost_usd,
                  duration_ms=duration_ms, hash=hash)

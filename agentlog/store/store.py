@@ -30,6 +30,7 @@ from ..errors import (
 )
 from ._fs import fsync_dir, temp_name
 from .blobs import BlobStore
+from .checkpoints import NodeReader
 from .gc import GCReport, collect_garbage
 from .lock import RunLock
 from .meta import (
@@ -80,6 +81,14 @@ class Store:
             raise StorePathError(str(self.path))
         self.runs_path = self.path / "runs"
         self.blobs = BlobStore(self.path / "blobs")
+        self._checkpoint_reader: NodeReader | None = None
+
+    @property
+    def checkpoint_reader(self) -> NodeReader:
+        """Reads this store's fold checkpoints (one per store object: its caches)."""
+        if self._checkpoint_reader is None:
+            self._checkpoint_reader = NodeReader(self.path, self.blobs.read)
+        return self._checkpoint_reader
 
     def __repr__(self) -> str:
         return f"<Store {self.path}>"

@@ -72,6 +72,9 @@ class RunWriter:
         self._prep = PayloadPreparer(redact=redact, threshold=blob_threshold,
                                      reader=store.blobs.read)
         self._wal = WalAppender(path / WAL_NAME, durability)
+        self.on_seal: Callable[[int, bool], None] | None = None
+        """Called after each seal with the seq the segment ends before and whether the writer
+        is closing (the recorder checkpoints its state there: :mod:`.checkpoints`)."""
 
     # --- state ------------------------------------------------------------------------------
 
@@ -254,6 +257,7 @@ class RunWriter:
             if len(self._rows) >= self._segment_events:
                 try:
                     self._seal()
+                    self._sealed(closing=False)
                 except OSError as exc:
                     # The event is safe in the WAL; raising would invite a retry, and so a
                     # duplicate. The next emit tries the seal again, and close() raises.
@@ -293,6 +297,7 @@ class RunWriter:
             self._closed = True
             try:
                 self._seal(rotate=False)
+                self._sealed(closing=True)
                 self._wal.close(remove=True, durable=self._durable)
                 meta = dict(self._meta, head=self._head, count=self._seq, status=str(status),
                             closed=iso_time(self._now()))
@@ -324,6 +329,10 @@ class RunWriter:
             raise BlobNotFoundError(ref.digest, str(file)) from None
         if size != ref.size:
             raise InvalidBlobRefError(ref.to_json(), f"{path} ({where}): the blob has {size} bytes")
+
+    def _sealed(self, *, closing: bool) -> None:
+        if self.on_seal is not None:
+            self.on_seal(self._seq, closing)
 
     def _seal(self, *, rotate: bool = True) -> None:
         """WAL → segment: commit the WAL, write the segment, then start a new WAL."""

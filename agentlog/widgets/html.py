@@ -32,12 +32,13 @@ from .options import OPTIONS
 
 if TYPE_CHECKING:
     from ..analysis.rundiff import RunDiff
+    from ..fold.patch import Patch
     from ..store.run import Run
     from ..store.store import Store
     from ..store.verify import VerifyReport
 
 __all__ = ["cut", "diff_card", "diff_repr", "esc", "fmt_int", "fmt_ms", "fmt_num", "fmt_usd", "obj_repr",
-           "run_card", "run_repr", "run_text", "section", "store_card", "store_repr", "table",
+           "patch_html", "patch_repr", "run_card", "run_repr", "run_text", "section", "store_card", "store_repr", "table",
            "verify_card", "verify_repr"]
 
 CELL_LIMIT: Final = 120   # characters of a table cell
@@ -337,6 +338,43 @@ def store_repr(store: Store) -> str | None:
     return store_card(str(store.path), _records(runs(store)))
 
 
+# --- Patch -------------------------------------------------------------------------------------
+
+PATCH_CELL: Final = 120   # characters of a value in a patch row
+
+
+def patch_html(patch: Patch) -> str:
+    """A :class:`~agentlog.fold.Patch` as an escaped HTML table: one row per op (sign, path,
+    value and the value it overwrote), cut after :data:`ROW_LIMIT` rows with a count, and the
+    text lines in a folded ``<details>``.
+
+    >>> from agentlog.fold import Change, Patch
+    >>> page = patch_html(Patch([Change({"op": "replace", "path": "/a", "value": "<b>"}, old=1)]))
+    >>> "&lt;b&gt;" in page and "<b>" not in page and "Patch · 1 op" in page
+    True
+    """
+    from ..fold.patch import parts
+    n = len(patch)
+    rows = []
+    for change in patch.changes[:ROW_LIMIT]:
+        sign, path, detail = parts(change, PATCH_CELL)
+        rows.append(f'<tr class="al-{_e(change.op["op"])}"><td>{_e(sign)}</td>'
+                    f"<td><code>{_e(path)}</code></td><td>{_e(detail)}</td></tr>")
+    if n > ROW_LIMIT:
+        rows.append(f'<tr><td colspan="3">… {n - ROW_LIMIT:,} more</td></tr>')
+    body = "".join(rows) if rows else '<tr><td colspan="3">(no changes)</td></tr>'
+    return (f'<div class="agentlog-patch"><div class="al-header">Patch · {n:,} '
+            f'op{"s" if n != 1 else ""}</div><table>{body}</table>'
+            f"<details><summary>text</summary><pre>{_e(str(patch))}</pre></details></div>")
+
+
+def patch_repr(patch: Patch) -> str | None:
+    """How a bare :class:`~agentlog.fold.Patch` shows in a notebook (``None``: as text)."""
+    if OPTIONS["display"] != "html":
+        return None
+    return patch_html(patch)
+
+
 # --- RunDiff -----------------------------------------------------------------------------------
 
 
@@ -392,7 +430,7 @@ def diff_repr(d: RunDiff) -> str | None:
     usage = [(str(m), fmt_num(v["a"]), fmt_num(v["b"]), fmt_num(v["delta"])) for m, v in d.usage.iterrows()]
     patch = d.state_patch
     return diff_card(facts, title=f"{d.a.name or d.a.id} → {d.b.name or d.b.id}",
-                     rows=_records(d.table()), usage=usage, patch_html=patch._repr_html_(),
+                     rows=_records(d.table()), usage=usage, patch_html=patch_html(patch),
                      patch_ops=len(patch), graph=_records(d.graph), text=str(d), same=d.same)
 
 

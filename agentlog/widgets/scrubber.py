@@ -35,7 +35,7 @@ from ..events import Event
 from ..fold import Patch, Reducers, State, diff_states, fold
 from ._kernel import KernelView
 from .html import esc as _e
-from .html import fmt_int, fmt_ms, fmt_usd, grid, header, obj_repr, section, sections
+from .html import fmt_int, fmt_ms, fmt_usd, grid, header, obj_repr, patch_html, section, sections
 from .statetree import _is_blob, highlighted_paths, render_state
 
 if TYPE_CHECKING:
@@ -235,7 +235,7 @@ class Scrubber(KernelView):
         self.highlighted = highlighted_paths(self.patch)
         self.event_html = event_html(event)
         self.state_html = render_state(cur, self.patch, label=f"state after seq {seq:,}")
-        self.patch_html = self.patch._repr_html_()
+        self.patch_html = patch_html(self.patch)
         if self._view is not None:
             self._sync()
         return self

@@ -192,6 +192,7 @@ def golden_reprs(store: Any) -> dict[str, str]:
     changes from run to run, is written ``STORE``)."""
     from agentlog.chain import Problem
     from agentlog.store.verify import VerifyReport
+    from agentlog.widgets.html import patch_html
 
     run, fork = golden_runs(store)
     fork.verify()  # the fork's card then says verified
@@ -204,7 +205,7 @@ def golden_reprs(store: Any) -> dict[str, str]:
         "fork": fork._repr_html_(),
         "store": store._repr_html_().replace(str(store.path), "STORE"),
         "diff": diff._repr_html_(),
-        "patch": diff.state_patch._repr_html_(),
+        "patch": patch_html(diff.state_patch),
         "verify_ok": run.verify()._repr_html_(),
         "verify_bad": bad._repr_html_(),
     }

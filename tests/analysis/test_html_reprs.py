@@ -58,7 +58,7 @@ def reprs_of(store: Any, run: Any, fork: Any) -> dict[str, str]:
     bad = VerifyReport(run_id=run.id, ok=False, events=3, head="0" * 64, first_bad_seq=1,
                        problems=(Problem(kind="chain_broken", seq=1, message=f"payload {EVIL}"),))
     found = {"run": run._repr_html_(), "fork": fork._repr_html_(), "store": store._repr_html_(),
-             "diff": d._repr_html_(), "patch": d.state_patch._repr_html_(),
+             "diff": d._repr_html_(), "patch": H.patch_html(d.state_patch),
              "verify": bad._repr_html_(), "verify_ok": run.verify()._repr_html_()}
     assert all(v is not None for v in found.values())
     return found  # type: ignore[return-value]

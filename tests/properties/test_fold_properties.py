@@ -83,12 +83,14 @@ def test_diff_of_derived_states(case: tuple[dict[str, Any], list[dict[str, Any]]
     b = apply_patch(a, ops)
     patch = diff_states(a, b)
     assert same_value(apply_patch(a, patch), b)
-    # each op's "old" is the value it overwrites, at the point it is applied
+    # each change's old value is the value its op overwrites, at the point it is applied
     current = a
-    for op in patch:
-        if "old" in op:
+    for change in patch.changes:
+        op = change.op
+        assert "old" not in op
+        if op["op"] in ("replace", "remove"):
             assert same_value(apply_patch(current, [{"op": "test", "path": op["path"],
-                                                     "value": op["old"]}]), current)
+                                                     "value": change.old}]), current)
         current = apply_patch(current, [op])
     assert same_value(current, b)
 

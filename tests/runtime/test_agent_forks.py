@@ -90,3 +90,31 @@ def test_fork_of_a_run_that_was_crashed_and_resumed(tmp_path: Any, children: Any
                                                          tools={"pay": ledger.pay}))
     same_prefix(fork, parent, at)
     assert comparable(fork) == comparable(parent)  # nothing changed: all served from the parent
+
+
+def test_a_loop_fork_folds_to_the_cut_instead_of_replaying(store: Any, monkeypatch: Any) -> None:
+    """Fork by fold + continue: no model call and no replay comparison for the prefix."""
+    from agentlog.capture import sinks
+
+    parent = denied_refund(store)
+    compared: list[int] = []
+    real = sinks.differing_fields
+
+    def counting(expected: Any, actual: Any) -> Any:
+        compared.append(expected.seq)
+        return real(expected, actual)
+
+    monkeypatch.setattr(sinks, "differing_fields", counting)
+    at = seq_of(parent, "approval.requested") - 2  # between two steps
+    fork = al.fork(parent, at=at, program=al.AgentProgram(RefundAgent(), model=FakeLLM.forbidden(),
+                                                          tools=refund_tools()))
+    same_prefix(fork, parent, at)
+    assert compared == [] and fork.status == "waiting"
+    # a cut inside a step replays that step's events only, never the prefix before it
+    inside = seq_of(parent, "tool.result", name="lookup")
+    fork = al.fork(parent, at=inside, program=al.AgentProgram(RefundAgent(), model=FakeLLM.forbidden(),
+                                                              tools=refund_tools()))
+    same_prefix(fork, parent, inside)
+    step = max(e.seq for e in parent.iter_events(stop=inside + 1)
+               if e.type == "span.started" and e.payload.get("kind") == "agent")
+    assert compared and min(compared) == step and max(compared) <= inside

@@ -1,0 +1,98 @@
+"""Fork a loop run by fold + continue: load the state at the cut, and run the loop on.
+
+A run made by :func:`~agentlog.run_agent` has its next step decided by a pure function of the
+folded state, so its Python stack need not be rebuilt by re-running the prefix (as a plain
+program's must): :func:`fork_loop` reads the state at the last step boundary at or before the
+cut (from the run's checkpoints, so it costs the events after the nearest one), replays only
+the part of the step the cut falls in (none when the cut is between steps: every answer
+served from the log, each event compared), writes ``fork.started`` and the edits at the cut,
+and runs the loop on, as :func:`~agentlog.resume` does. No model or tool call of the prefix is
+made again, and a fork of a million-event run costs what the state at its cut costs to read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..events import FORK_STARTED, STATE_PATCH
+from .fork import Edit, PatchState, ReplaceInput, ReplaceResponse, _replacements, writer_parent_hash
+from .recorder import Recorder
+from .replay import recorded_inputs
+from .runtime import AgentProgram, _interrupted_emit, _Loop, _session
+from .session import resolve_store
+from .sinks import ReplaySink, ResponseCache, WriterSink, recorded_by
+
+__all__ = ["fork_loop", "step_boundary"]
+
+
+def made_by(run: Any, at: int, program: AgentProgram) -> bool:
+    """Whether the loop spans of the run up to ``at`` are this agent's (their actor is its
+    name): folding to the cut trusts that the prefix is what this program would have done,
+    which only a replay checks, so another program is forked by replay and diverges there."""
+    import pyarrow.compute as pc
+
+    table = run.table().slice(0, at + 1).select(["type", "actor"])
+    spans = table.filter(pc.equal(table.column("type").cast("string"), "span.started"))
+    actors = [a for a in spans.column("actor").to_pylist() if a is not None]
+    return bool(actors) and actors[-1] == program.name
+
+
+def step_boundary(run: Any, at: int, program: AgentProgram) -> tuple[int, Any] | None:
+    """The last seq at or before ``at`` where no step of the loop is open, and the state there;
+    ``None`` when the run is not a loop run of this agent or has no step before the cut."""
+    if not made_by(run, at, program):
+        return None
+    reducers = program.reducers
+    state = run.state_at(at, reducers=reducers)
+    loop = state.get("loop")
+    if loop is None or loop.get("steps", 0) == 0 and loop.get("step") is None:
+        return None
+    step = loop.get("step")
+    if step is None:
+        return at, state
+    base = int(step["seq"]) - 1
+    if base < 0:
+        return None
+    return base, run.state_at(base, reducers=reducers)
+
+
+def fork_loop(run: Any, at: int, *, program: AgentProgram, edits: list[Edit], name: str | None,
+              store: Any, run_id: str | None, tags: Mapping[str, Any] | None,
+              clock: Callable[[], float] | None) -> Any | None:
+    """:func:`~agentlog.fork` for a loop run (see the module docstring); ``None`` when the cut
+    is before the loop's first step (the caller re-runs the program instead)."""
+    if at < 0 or any(isinstance(e, ReplaceInput) for e in edits):
+        return None
+    found = step_boundary(run, at, program)
+    if found is None:
+        return None
+    base, state = found
+    target = resolve_store(store if store is not None else run.store)
+    parent_name = run.meta.get("name") or run.id
+    writer = target.create_run(name=name or f"{parent_name} fork@{at}", fork_of=(run.id, at),
+                               tags={**(tags or {}), "fork_of": run.id, "fork_seq": at},
+                               run_id=run_id, clock=clock)
+    skip = {e.seq for e in edits if isinstance(e, ReplaceResponse)}
+    cache = ResponseCache(e for e in run.iter_events(start=at + 1) if e.seq not in skip)
+    after = WriterSink(writer, cache=cache, edits=_replacements(run, edits))
+    holder: dict[str, Recorder] = {}
+
+    def at_cut() -> None:
+        rec = holder["rec"]
+        started = rec.emit(FORK_STARTED, {"parent_run": run.id, "parent_seq": at,
+                                          "parent_hash": writer_parent_hash(writer),
+                                          "edits": [e.describe() for e in edits]}, actor="fork")
+        for e in edits:
+            if isinstance(e, PatchState):
+                rec.emit(STATE_PATCH, {"ops": [dict(op) for op in e.ops]}, actor="fork",
+                         caused_by=started.seq)
+
+    sink = ReplaySink(run.iter_events(start=base + 1, stop=at + 1), run_id=run.id, prefix=at + 1,
+                      after=after, recorded_by=recorded_by(run), on_cut=at_cut, start=base + 1)
+    rec = Recorder(sink, inputs=recorded_inputs(run), reducers=program.reducers, state=state,
+                   clock=clock or time.time, timer=clock or time.perf_counter)
+    holder["rec"] = rec
+    partial = _interrupted_emit(run, state, program) if state["loop"]["step"] is None else None
+    return _session(writer, rec, lambda: None, _Loop(program, rec, partial).run)

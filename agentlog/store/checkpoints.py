@@ -1,0 +1,654 @@
+"""Fold checkpoints: a run's states stored as content-addressed nodes, shared between checkpoints.
+
+A *checkpoint* is the state after event ``seq`` folded with one reducer set, written so that a
+fresh process can start from it instead of from event 0. It is derived data: it names the seq,
+the run's chain hash at that seq and the reducers' fingerprint, is checked against all three
+before use, is ignored when any differs, and deleting every checkpoint loses nothing.
+
+On disk, in ``runs/run_id=<id>/checkpoints/``::
+
+    nodes-<seq>-<fingerprint[:16]>.pack   the nodes this checkpoint added, zstd blocks
+    ckpt-<seq>-<fingerprint[:16]>.json    the manifest: seq, hash, reducers, root, packs
+
+Each node of the state (:mod:`agentlog.fold.encode`) is stored once, under its SHA-256: a
+checkpoint writes only the nodes no earlier checkpoint of the run (or of its parent) holds, so
+consecutive checkpoints share every unchanged node on disk and one costs what changed. A pack
+is written (temp file, fsync, rename) before the manifest that names it, so a crash leaves at
+most an unreferenced pack, never a manifest that points at half a file; the manifest keeps
+each pack's SHA-256 and every node is checked against its digest when it is read.
+
+A checkpoint is read lazily: the root first, and each node when the fold or the user looks
+inside it, so the first ``state_at(n)`` in a new process costs the events between the nearest
+checkpoint and ``n``, plus the nodes those events touch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+import warnings
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from ..errors import CheckpointError, CheckpointWarning
+from ..events import BlobRef
+from ..fold.encode import INLINE, encode, fill, make_shell, referenced
+from ..fold.persistent import PMap
+from ._fs import fsync_dir, temp_name, write_atomic
+
+if TYPE_CHECKING:
+    from ..fold import Reducers
+    from .run import Run
+
+__all__ = ["CHECKPOINTS", "CLOSE_MIN", "EVERY", "FORMAT", "Checkpoint", "CheckpointWriter", "NodeReader", "build_checkpoints",
+           "list_checkpoints", "load_checkpoint", "nearest_checkpoint"]
+
+CHECKPOINTS: Final = "checkpoints"
+"""The folder of a run's checkpoints, inside the run's folder."""
+FORMAT: Final = 1
+"""The checkpoint format this agentlog writes and reads."""
+BLOCK: Final = 64 * 1024
+"""Node records are compressed in blocks of about this many bytes."""
+CACHE_BYTES: Final = 64 * 2**20
+"""Decompressed blocks a reader keeps (least recently used first out)."""
+EVERY: Final = 16_384
+"""Events between the checkpoints a recording writes (besides one at each seal), and the
+default of ``agentlog checkpoint``: the first ``state_at(n)`` in a new process folds at most
+this many events."""
+CLOSE_MIN: Final = 10_000
+"""A recorded run is checkpointed when it closes only if it has this many events (smaller
+runs fold in milliseconds); it is checkpointed at every seal whatever its size."""
+
+_MAGIC = b"AGENTLOG-NODES 1\n"
+_TAIL = b"ALNP"
+_NAME = re.compile(r"ckpt-(\d{12})-([0-9a-f]{16})\.json")
+
+
+def _rel(store_path: Path, path: Path) -> str:
+    return path.relative_to(store_path).as_posix()
+
+
+class Loc:
+    """Where a node's record is: a pack (path relative to the store), a block, a slice of it."""
+
+    __slots__ = ("block", "length", "offset", "pack", "reader", "size")
+
+    def __init__(self, reader: NodeReader, pack: str, block: int, offset: int, length: int,
+                 size: int) -> None:
+        self.reader, self.pack, self.block = reader, pack, block
+        self.offset, self.length, self.size = offset, length, size
+
+    def load(self, node: Any) -> None:
+        """Fill ``node`` from this record (checked against the node's digest)."""
+        self.reader.fill(self, node)
+
+    def code(self, packs: dict[str, int]) -> list[int]:
+        """``[pack index, block, offset, length, size]``, the pack numbered in ``packs``."""
+        index = packs.setdefault(self.pack, len(packs))
+        return [index, self.block, self.offset, self.length, self.size]
+
+
+class NodeReader:
+    """Reads the checkpoint nodes of one store: verified packs, a cache of blocks, one node
+    object per digest alive (so two checkpoints loaded in one process share their nodes in
+    memory as they do on disk).
+
+    Args:
+        root: the store's folder.
+        blobs: reads a blob by digest (for blob references inside a state).
+    """
+
+    def __init__(self, root: Path, blobs: Callable[[str], bytes] | None) -> None:
+        self.root = root
+        self._blobs = blobs
+        self._lock = threading.RLock()
+        self._packs: dict[str, tuple[str, int]] = {}   # verified: path -> (sha256, size)
+        self._bad: dict[str, str] = {}                  # path -> why it failed
+        self._tables: dict[str, list[tuple[int, int, int]]] = {}
+        self._blocks: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+        self._cached = 0
+        self._nodes: weakref.WeakValueDictionary[bytes, Any] = weakref.WeakValueDictionary()
+        self._deps: dict[str, set[str]] = {}  # pack -> the packs its nodes may reference
+
+    # -- packs ----------------------------------------------------------------------------
+
+    def verify_pack(self, pack: str, sha256: str, size: int) -> None:
+        """Check a pack file against the hash and size its manifest recorded (once per process).
+
+        Raises:
+            CheckpointError: the file is missing, of another size, or hashes otherwise.
+        """
+        with self._lock:
+            known = self._packs.get(pack)
+            if known == (sha256, size):
+                return
+            if pack in self._bad:
+                raise CheckpointError(str(self.root / pack), self._bad[pack])
+            path = self.root / pack
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                return self._fail(pack, f"cannot read the pack ({exc.strerror or exc})")
+            if len(data) != size or hashlib.sha256(data).hexdigest() != sha256:
+                return self._fail(pack, "the pack's bytes differ from what its manifest recorded")
+            self._tables[pack] = _block_table(data, str(path))
+            self._packs[pack] = (sha256, size)
+
+    def _fail(self, pack: str, why: str) -> None:
+        self._bad[pack] = why
+        raise CheckpointError(str(self.root / pack), why)
+
+    def known_pack(self, pack: str, sha256: str, size: int, table: list[tuple[int, int, int]]) -> None:
+        """Register a pack this process just wrote (no need to read it back)."""
+        with self._lock:
+            self._packs[pack] = (sha256, size)
+            self._tables[pack] = table
+
+    def pack_info(self, pack: str) -> tuple[str, int]:
+        """``(sha256, size)`` of a verified or written pack."""
+        return self._packs[pack]
+
+    def depend(self, packs: set[str]) -> None:
+        """Note that the nodes in ``packs`` may reference nodes in any of them (one manifest's
+        packs), so a checkpoint that references one of them names them all."""
+        with self._lock:
+            for pack in packs:
+                self._deps.setdefault(pack, set()).update(packs)
+
+    def closure(self, packs: set[str]) -> set[str]:
+        """``packs`` and every pack their nodes may reference."""
+        out = set(packs)
+        todo = list(packs)
+        while todo:
+            for dep in self._deps.get(todo.pop(), ()):
+                if dep not in out:
+                    out.add(dep)
+                    todo.append(dep)
+        return out
+
+    def _block(self, pack: str, block: int) -> bytes:
+        key = (pack, block)
+        with self._lock:
+            data = self._blocks.get(key)
+            if data is not None:
+                self._blocks.move_to_end(key)
+                return data
+            if pack not in self._packs:
+                raise CheckpointError(str(self.root / pack), "the pack was not verified before use")
+            offset, clen, ulen = self._tables[pack][block]
+            with open(self.root / pack, "rb") as f:
+                f.seek(offset)
+                raw = f.read(clen)
+            import pyarrow as pa
+            data = bytes(pa.decompress(raw, decompressed_size=ulen, codec="zstd", asbytes=True))
+            self._blocks[key] = data
+            self._cached += len(data)
+            while self._cached > CACHE_BYTES and len(self._blocks) > 1:
+                _, old = self._blocks.popitem(last=False)
+                self._cached -= len(old)
+            return data
+
+    # -- nodes ----------------------------------------------------------------------------
+
+    def fill(self, loc: Loc, node: Any) -> None:
+        """Read a node's record, check its digest, and fill the node.
+
+        Raises:
+            CheckpointError: the record does not hash to the node's digest, or does not parse.
+        """
+        record = self._block(loc.pack, loc.block)[loc.offset:loc.offset + loc.length]
+        data, _, tail = record.partition(b"\n")
+        if hashlib.sha256(data).digest() != node._d:
+            raise CheckpointError(str(self.root / loc.pack),
+                                  f"node {node._d.hex()[:16]}… does not match its digest (changed on disk)")
+        try:
+            table = json.loads(tail)
+            packs = table["p"]
+            locations = [Loc(self, packs[i], b, o, n, z) for i, b, o, n, z in table["l"]]
+            with self._lock:
+                fill(node, data, locations, self.shell, self.blob)
+        except CheckpointError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a record that hashes right but does not parse
+            raise CheckpointError(str(self.root / loc.pack), f"node {node._d.hex()[:16]}… does not "
+                                  f"decode ({type(exc).__name__}: {exc})") from None
+
+    def shell(self, kind: str, digest: bytes, shape: Any, at: Any) -> Any:
+        """The node for a reference: the one already in memory with this digest, else a shell."""
+        node = self._nodes.get(digest)
+        if node is not None and node._h == shape[0] and (kind == "m") == (type(node) is PMap):
+            return node
+        node = make_shell(kind, digest, tuple(shape), at)
+        self._nodes[digest] = node
+        return node
+
+    def node_at(self, digest: bytes) -> Any:
+        """A live node with this digest that is stored in this store, if there is one."""
+        node = self._nodes.get(digest)
+        if node is not None and isinstance(node._at, Loc) and node._at.reader.root == self.root:
+            return node
+        return None
+
+    def remember(self, node: Any) -> None:
+        """Keep a node this process wrote, so later checkpoints reference it by digest."""
+        self._nodes[node._d] = node
+
+    def blob(self, obj: dict[str, Any]) -> BlobRef:
+        """A blob reference inside a state, attached to the store's blobs."""
+        return BlobRef.from_json(obj, self._blobs)
+
+
+def _block_table(data: bytes, where: str) -> list[tuple[int, int, int]]:
+    if not data.startswith(_MAGIC) or not data.endswith(_TAIL) or len(data) < len(_MAGIC) + 12:
+        raise CheckpointError(where, "not an agentlog node pack")
+    n = int.from_bytes(data[-12:-4], "little")
+    try:
+        blocks = json.loads(data[-12 - n:-12])["blocks"]
+        return [(int(o), int(c), int(u)) for o, c, u in blocks]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CheckpointError(where, f"the pack's block table does not parse ({exc})") from None
+
+
+class _PackSink:
+    """The sink :func:`agentlog.fold.encode.encode` writes a checkpoint's new nodes into."""
+
+    def __init__(self, reader: NodeReader, path: Path, rel: str) -> None:
+        self.reader, self.path, self.rel = reader, path, rel
+        self.tmp = path.with_name(temp_name(path.name))
+        self.file = open(self.tmp, "wb")  # noqa: SIM115 - closed in finish()/abort()
+        self.file.write(_MAGIC)
+        self.offset = len(_MAGIC)
+        self.blocks: list[tuple[int, int, int]] = []
+        self.buffer = bytearray()
+        self.used: set[str] = set()  # packs the new nodes reference
+        self.written = 0
+        self.hash = hashlib.sha256(_MAGIC)
+
+    def stored(self, node: Any) -> Any | None:
+        at = referenced(node)
+        if isinstance(at, Loc) and at.reader.root == self.reader.root:
+            self.used.add(at.pack)
+            return at
+        if node._d is not None and node._at is None:
+            twin = self.reader.node_at(node._d)
+            if twin is not None and twin._at.size > INLINE:
+                self.used.add(twin._at.pack)
+                return twin._at
+        return None
+
+    def put(self, digest: bytes, data: bytes, locations: list[Any]) -> Loc:
+        twin = self.reader.node_at(digest)
+        if twin is not None and twin._at.size > INLINE:  # the same content, already stored
+            self.used.add(twin._at.pack)
+            return twin._at  # type: ignore[no-any-return]
+        packs: dict[str, int] = {}
+        codes = [loc.code(packs) for loc in locations]
+        self.used.update(packs)
+        record = data + b"\n" + json.dumps({"p": list(packs), "l": codes}, separators=(",", ":")).encode()
+        if self.buffer and len(self.buffer) + len(record) > BLOCK:
+            self._flush()
+        loc = Loc(self.reader, self.rel, len(self.blocks), len(self.buffer), len(record), len(data))
+        self.buffer += record
+        self.written += 1
+        return loc
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+        raw = bytes(self.buffer)
+        packed = pa.compress(raw, codec="zstd", asbytes=True)
+        self.file.write(packed)
+        self.hash.update(packed)
+        self.blocks.append((self.offset, len(packed), len(raw)))
+        self.offset += len(packed)
+        self.buffer = bytearray()
+
+    def finish(self, durable: bool) -> tuple[str, int]:
+        if self.buffer:
+            self._flush()
+        table = json.dumps({"blocks": self.blocks}, separators=(",", ":")).encode()
+        tail = table + len(table).to_bytes(8, "little") + _TAIL
+        self.file.write(tail)
+        self.hash.update(tail)
+        size = self.offset + len(tail)
+        self.file.flush()
+        if durable:
+            os.fsync(self.file.fileno())
+        self.file.close()
+        os.replace(self.tmp, self.path)
+        sha = self.hash.hexdigest()
+        self.reader.known_pack(self.rel, sha, size, self.blocks)
+        return sha, size
+
+    def abort(self) -> None:
+        self.file.close()
+        self.tmp.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A checkpoint's manifest, as found on disk (not yet checked against the run)."""
+
+    path: Path
+    """The manifest file."""
+    seq: int
+    """The state is the one after this event."""
+    hash: str
+    """The run's chain hash at ``seq`` when it was written."""
+    reducers: str
+    """The fingerprint of the reducers it was folded with."""
+    root: list[Any]
+    """The root node's reference code."""
+    root_at: list[Any]
+    """Where the root node is: ``[pack, block, offset, length, size]`` (pack by path)."""
+    packs: tuple[tuple[str, str, int], ...]
+    """Every pack its nodes are in: ``(path, sha256, size)``."""
+
+
+def checkpoint_dir(run_dir: Path) -> Path:
+    """The checkpoints folder of a run."""
+    return run_dir / CHECKPOINTS
+
+
+def list_checkpoints(run_dir: Path) -> list[Checkpoint]:
+    """The manifests in a run's checkpoints folder that parse, by seq (unreadable ones are
+    skipped: they are derived data, and ``state_at`` folds from the log without them)."""
+    folder = checkpoint_dir(run_dir)
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return []
+    found = []
+    for name in names:
+        if _NAME.fullmatch(name) is None:
+            continue
+        try:
+            found.append(read_manifest(folder / name))
+        except CheckpointError:
+            continue
+    found.sort(key=lambda c: (c.seq, c.path.name))
+    return found
+
+
+def read_manifest(path: Path) -> Checkpoint:
+    """Parse a manifest.
+
+    Raises:
+        CheckpointError: it does not parse, or is of a format this agentlog does not read.
+    """
+    try:
+        doc = json.loads(path.read_bytes())
+        if doc.get("agentlog_checkpoint") != FORMAT:
+            raise CheckpointError(str(path), f"checkpoint format {doc.get('agentlog_checkpoint')!r} is "
+                                             f"not {FORMAT}")
+        packs = tuple((str(p["path"]), str(p["sha256"]), int(p["size"])) for p in doc["packs"])
+        root_at = list(doc["root_at"])
+        return Checkpoint(path=path, seq=int(doc["seq"]), hash=str(doc["hash"]),
+                          reducers=str(doc["reducers"]), root=list(doc["root"]), root_at=root_at,
+                          packs=packs)
+    except CheckpointError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CheckpointError(str(path), f"the manifest does not parse ({exc})") from None
+
+
+def load_checkpoint(reader: NodeReader, ckpt: Checkpoint) -> Any:
+    """The checkpoint's state as a shell (nothing but the root read), its packs verified.
+
+    Raises:
+        CheckpointError: a pack is missing or changed, or the root does not check out.
+    """
+    for pack, sha, size in ckpt.packs:
+        reader.verify_pack(pack, sha, size)
+    reader.depend({pack for pack, _, _ in ckpt.packs})
+    pack, block, offset, length, size = ckpt.root_at
+    code = ckpt.root
+    kind = "m" if code[0] == "#m" else "v"
+    state = reader.shell(kind, bytes.fromhex(code[1]), tuple(code[2:]), Loc(reader, pack, block, offset,
+                                                                               length, size))
+    if state._v is None:
+        state._at.load(state)  # the root is read now: a damaged checkpoint fails here, not later
+    return state
+
+
+class CheckpointWriter:
+    """Writes checkpoints of one run folded with one reducer set; each shares the nodes the
+    ones before it wrote (in this process, or loaded from disk).
+
+    Args:
+        store: the run's store.
+        run_id: the run.
+        run_dir: its folder.
+        reducers: the reducer set the states are folded with.
+        durable: fsync what is written (as the run's durability says).
+    """
+
+    def __init__(self, store: Any, run_id: str, run_dir: Path, reducers: Reducers, *,
+                 durable: bool = True) -> None:
+        self.store, self.run_id, self.run_dir = store, run_id, run_dir
+        self.reducers = reducers
+        self.fingerprint = reducers.fingerprint()
+        self.durable = durable
+        self.reader: NodeReader = store.checkpoint_reader
+
+    def write(self, seq: int, chain_hash: str, state: Any) -> Path:
+        """Write the checkpoint of ``state``, the state after event ``seq`` whose chain hash is
+        ``chain_hash``; return its manifest's path.
+
+        Raises:
+            TypeError, ValueError: the state holds something that is not JSON.
+            OSError: the disk refused.
+        """
+        folder = checkpoint_dir(self.run_dir)
+        folder.mkdir(exist_ok=True)
+        tag = f"{seq:012d}-{self.fingerprint[:16]}"
+        path = folder / f"nodes-{tag}.pack"
+        sink = _PackSink(self.reader, path, _rel(self.reader.root, path))
+        try:
+            code, at = encode(state, sink)
+            sink.finish(self.durable)
+        except BaseException:
+            sink.abort()
+            raise
+        used = self.reader.closure(set(sink.used))
+        if sink.written:
+            used.add(sink.rel)
+        else:  # nothing new: the pack holds nothing, the manifest needs it not
+            path.unlink(missing_ok=True)
+            if isinstance(at, Loc):
+                used |= self.reader.closure({at.pack})
+        self.reader.depend(used)
+        packs = []
+        for pack in sorted(used):
+            info = self.reader.pack_info(pack)
+            packs.append({"path": pack, "sha256": info[0], "size": info[1]})
+        self.reader.remember(state)
+        root_at = at.code({}) if isinstance(at, Loc) else None
+        if root_at is None:  # pragma: no cover - encode always stores the root
+            raise CheckpointError(str(path), "the root was not stored")
+        root_at[0] = at.pack
+        manifest = {"agentlog_checkpoint": FORMAT, "run_id": self.run_id, "seq": seq, "hash": chain_hash,
+                    "reducers": self.fingerprint, "root": code, "root_at": root_at, "packs": packs,
+                    "nodes_written": sink.written}
+        target = folder / f"ckpt-{tag}.json"
+        write_atomic(target, json.dumps(manifest, indent=1).encode(), durable=self.durable)
+        if self.durable:
+            fsync_dir(folder)
+        return target
+
+
+def nearest_checkpoint(run: Run, n: int, reducers: Reducers) -> tuple[int, Any] | None:
+    """The state of the newest usable checkpoint at or before ``n``: folded with these reducers,
+    made when the run's hash at its seq was the one it names, its packs intact. Checkpoints
+    that fail are skipped with a :class:`~agentlog.errors.CheckpointWarning`.
+
+    Returns:
+        ``(seq, state)``, or ``None`` when there is none (then fold from the log).
+    """
+    fingerprint = reducers.fingerprint()
+    for ckpt in reversed(run_checkpoints(run)):
+        if ckpt.seq > n or ckpt.reducers != fingerprint:
+            continue
+        try:
+            if run.event(ckpt.seq).hash != ckpt.hash:
+                continue  # stale: made from another version of the log
+            return ckpt.seq, load_checkpoint(run.store.checkpoint_reader, ckpt)
+        except CheckpointError as exc:
+            warnings.warn(f"run {run.id!r}: checkpoint at seq {ckpt.seq} not used: {exc.problem} "
+                          f"({exc.path})", CheckpointWarning, stacklevel=3)
+        except (LookupError, ValueError):
+            continue
+    return None
+
+
+def run_checkpoints(run: Run) -> list[Checkpoint]:
+    """The checkpoints of a run and, for a fork, those of its parents at or before the cut."""
+    found = list_checkpoints(run.path)
+    at = run.fork_seq
+    if at is not None and run.parent is not None:
+        found = [c for c in run_checkpoints(run.parent) if c.seq <= at] + found
+    return found
+
+
+def build_checkpoints(run: Run, reducers: Reducers, *, every: int | None = None,
+                      rebuild: bool = False, progress: Callable[[int], None] | None = None) -> list[Path]:
+    """Fold a run and write a checkpoint every ``every`` events and at its last event.
+
+    Starts from the newest usable checkpoint (unless ``rebuild``), so building again after the
+    run grew costs the new events.
+
+    Args:
+        run: the run (a fork's prefix is its parent's: its checkpoints serve it).
+        reducers: the reducer set.
+        every: events between checkpoints; default :data:`EVERY`.
+        rebuild: ignore (and replace) the checkpoints there are, for this reducer set.
+        progress: called with the seq reached after each checkpoint.
+
+    Returns:
+        The manifests written.
+    """
+    from ..fold.engine import _drive
+
+    every = every or EVERY
+    count = len(run)
+    if count == 0:
+        return []
+    base: tuple[int, Any] | None = None if rebuild else nearest_checkpoint(run, count - 1, reducers)
+    seq, state = base if base is not None else (-1, reducers.initial_state())
+    writer = CheckpointWriter(run.store, run.id, run.path, reducers)
+    written: list[Path] = []
+    start = seq + 1
+    if start >= count:
+        return written
+    hashes = _hashes(run)
+
+    def keep(k: int, folded: Any) -> None:
+        last = k - 1
+        if last >= start:
+            written.append(writer.write(last, hashes(last), folded))
+            if progress is not None:
+                progress(last)
+
+    state, _ = _drive(run.iter_events(start), reducers, state, every=every, done=start,
+                      on_boundary=keep)
+    if not written or not written[-1].name.startswith(f"ckpt-{count - 1:012d}"):
+        written.append(writer.write(count - 1, hashes(count - 1), state))
+        if progress is not None:
+            progress(count - 1)
+    return written
+
+
+def _hashes(run: Run) -> Callable[[int], str]:
+    table = run.table()
+    column = table.column("hash")
+    seqs = table.column("seq")
+    first = seqs[0].as_py() if len(seqs) else 0
+    return lambda seq: str(column[seq - first].as_py())
+
+
+def iter_packs(run_dir: Path) -> Iterator[Path]:
+    """The pack files in a run's checkpoints folder."""
+    folder = checkpoint_dir(run_dir)
+    if folder.is_dir():
+        yield from sorted(folder.glob("nodes-*.pack"))
+
+
+
+
+class StoredStates:
+    """``stored(n)`` for a run's :class:`~agentlog.fold.SnapshotIndex`: the nearest usable
+    checkpoint at or before ``n`` for one reducer set (see :data:`agentlog.fold.engine.StoredFn`).
+
+    Keeps the manifests it listed and the last few checkpoint roots it loaded; a checkpoint
+    that fails a check is dropped for the life of this object.
+    """
+
+    ROOTS: Final = 4
+
+    def __init__(self, run: Run, reducers: Reducers) -> None:
+        self.run, self.reducers = run, reducers
+        self.fingerprint = reducers.fingerprint()
+        self._found: list[Checkpoint] | None = None
+        self._checked: dict[int, bool] = {}
+        self._roots: OrderedDict[int, Any] = OrderedDict()
+        self.dropped: set[Path] = set()
+
+    def _list(self, n: int) -> list[Checkpoint]:
+        found = self._found
+        if found is None or (not found or found[-1].seq < n):
+            found = self._found = [c for c in run_checkpoints(self.run) if c.reducers == self.fingerprint]
+        return found
+
+    def __call__(self, n: int) -> tuple[int, Any] | None:
+        for ckpt in reversed(self._list(n)):
+            if ckpt.seq > n or ckpt.path in self.dropped:
+                continue
+            root = self._roots.get(ckpt.seq)
+            if root is not None:
+                self._roots.move_to_end(ckpt.seq)
+                return ckpt.seq, root
+            try:
+                if not self._fresh(ckpt):
+                    continue
+                root = load_checkpoint(self.run.store.checkpoint_reader, ckpt)
+            except CheckpointError as exc:
+                self.drop(ckpt.path, exc)
+                continue
+            self._roots[ckpt.seq] = root
+            while len(self._roots) > self.ROOTS:
+                self._roots.popitem(last=False)
+            return ckpt.seq, root
+        return None
+
+    def _fresh(self, ckpt: Checkpoint) -> bool:
+        ok = self._checked.get(ckpt.seq)
+        if ok is None:
+            try:
+                ok = self.run.event(ckpt.seq).hash == ckpt.hash
+            except LookupError:
+                ok = False
+            self._checked[ckpt.seq] = ok
+        return ok
+
+    def drop(self, path: Path, exc: CheckpointError | None = None) -> None:
+        """Stop using a checkpoint (it failed a check), with a warning that says why."""
+        self.dropped.add(path)
+        self._roots.clear()
+        why = f": {exc.problem} ({exc.path})" if exc is not None else ""
+        warnings.warn(f"run {self.run.id!r}: checkpoint {path.name} not used{why}; folding from "
+                      "the log instead", CheckpointWarning, stacklevel=4)
+
+    def drop_all(self, exc: CheckpointError) -> None:
+        """Stop using every checkpoint whose nodes are in the pack that failed."""
+        for ckpt in self._found or []:
+            if any(str(self.run.store.path / pack) == exc.path for pack, _, _ in ckpt.packs):
+                self.dropped.add(ckpt.path)
+        self._roots.clear()
+        warnings.warn(f"run {self.run.id!r}: checkpoints not used: {exc.problem} ({exc.path}); "
+                      "folding from the log instead", CheckpointWarning, stacklevel=4)
