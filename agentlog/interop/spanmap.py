@@ -239,8 +239,9 @@ def llm_below(spans: Iterable[tuple[str, str | None, str]]) -> set[str]:
     >>> sorted(llm_below([("a", None, "llm"), ("b", "a", "llm"), ("c", "b", "tool")]))
     ['a']
     """
-    parents = {sid: parent for sid, parent, _ in spans}
-    kinds = {sid: kind for sid, _, kind in spans}
+    known = list(spans)
+    parents = {sid: parent for sid, parent, _ in known}
+    kinds = {sid: kind for sid, _, kind in known}
     out: set[str] = set()
     for sid, kind in kinds.items():
         if kind != LLM:

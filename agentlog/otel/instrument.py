@@ -110,7 +110,9 @@ def _entry_points(names: Iterable[str] | None) -> list[metadata.EntryPoint]:
         if not picked:
             known = sorted({ep.name for ep in both} | {ep.dist.name for ep in both if ep.dist})
             raise KeyError(f"no instrumentor {name!r} is installed; installed: {', '.join(known) or 'none'}")
-        out += [ep for ep in picked if ep.value not in {o.value for o in out}]
+        for ep in picked:  # one instrumentor registered in both groups is one instrumentor
+            if ep.value not in {o.value for o in out}:
+                out.append(ep)
     return out
 
 
