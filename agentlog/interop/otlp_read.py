@@ -237,13 +237,16 @@ def _spans_of_request(request: ExportTraceServiceRequest, where: str) -> Iterato
 # --- a live SDK span ----------------------------------------------------------------------------
 
 
-def _plain(value: Any) -> Any:
-    """An SDK attribute value (tuples for arrays) as JSON-like data."""
-    return list(value) if isinstance(value, tuple) else value
+def _plain_attributes(attributes: Any) -> dict[str, Any]:
+    """SDK attributes (tuples for arrays) as JSON-like data."""
+    if not attributes:
+        return {}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in attributes.items()}
 
 
-def from_sdk_span(span: ReadableSpan, *, end: bool = True) -> OtelSpan:
-    """An OpenTelemetry SDK span, as it is now (``end=False``: just started, no end time yet)."""
+def from_sdk_span(span: ReadableSpan, *, end: bool = True, resource: bool = False) -> OtelSpan:
+    """An OpenTelemetry SDK span, as it is now (``end=False``: just started, no end time yet;
+    ``resource``: with the resource's attributes, which the live processor does not need)."""
     context = span.get_span_context()
     parent = span.parent
     start = span.start_time or 0
@@ -255,10 +258,10 @@ def from_sdk_span(span: ReadableSpan, *, end: bool = True) -> OtelSpan:
                     start_ns=start, end_ns=max(start, span.end_time or start) if end else start,
                     status_code=status.status_code.value if end else 0,
                     status_message=status.description or None if end else None,
-                    attributes={k: _plain(v) for k, v in (span.attributes or {}).items()},
-                    events=tuple((e.name, e.timestamp, {k: _plain(v) for k, v in (e.attributes or {}).items()})
-                                 for e in span.events) if end else (),
-                    resource=dict(span.resource.attributes) if span.resource is not None else {},
+                    attributes=_plain_attributes(span.attributes),
+                    events=tuple((e.name, e.timestamp, _plain_attributes(e.attributes))
+                                 for e in span.events) if end and span.events else (),
+                    resource=dict(span.resource.attributes) if resource and span.resource is not None else {},
                     scope=span.instrumentation_scope.name if span.instrumentation_scope else None,
                     where="live")
 

@@ -200,13 +200,14 @@ def span_name(span: OtelSpan) -> str:
     return str(name)
 
 
-def started(span: OtelSpan, *, parent: str | None, ids: bool = True) -> SpanStarted:
+def started(span: OtelSpan, *, parent: str | None, ids: bool = True, kind: str | None = None) -> SpanStarted:
     """The ``span.started`` of a span.
 
     Args:
         parent: the agentlog id of the enclosing span.
         ids: keep the span's trace and span ids (``False`` for the live processor: they are
             random, and a replay must write the same payload).
+        kind: the span's kind, when the caller has it already (:func:`span_kind`).
     """
     a = span.attributes
     if sc.AL_SPAN_NAME in a:  # exported by agentlog: its own attributes, not the conventions'
@@ -217,7 +218,7 @@ def started(span: OtelSpan, *, parent: str | None, ids: bool = True) -> SpanStar
     otel: dict[str, Any] = {"kind": span.kind, "scope": span.scope}
     if ids:
         otel = {"trace_id": span.trace_id, "span_id": span.span_id, "parent_span_id": span.parent_id, **otel}
-    return SpanStarted(name=span_name(span), kind=span_kind(a), parent=parent, attributes=attributes,
+    return SpanStarted(name=span_name(span), kind=kind or span_kind(a), parent=parent, attributes=attributes,
                        otel=otel)
 
 
@@ -259,14 +260,15 @@ def llm_below(spans: Iterable[tuple[str, str | None, str]]) -> set[str]:
 # --- calls ----------------------------------------------------------------------------------------
 
 
-def call_outs(span: OtelSpan, *, timed: bool = True) -> list[Out]:
+def call_outs(span: OtelSpan, *, timed: bool = True, kind: str | None = None) -> list[Out]:
     """The call a span made: request and answer (``[]`` for a span that is no call).
 
     Args:
         timed: fill ``duration_ms`` from the span's times (``False`` for the live processor:
             a replay must write the same columns).
+        kind: the span's kind, when the caller has it already.
     """
-    kind = span_kind(span.attributes)
+    kind = kind or span_kind(span.attributes)
     if kind == LLM:
         return _llm(span, timed)
     if kind == "tool":
@@ -425,7 +427,7 @@ def _tool(span: OtelSpan, timed: bool) -> list[Out]:
 
 def event_outs(span: OtelSpan) -> list[tuple[int, int, Out]]:
     """The span's events: ``(time in ns, order among the span's events, event)``."""
-    out = []
+    out: list[tuple[int, int, Out]] = []
     for i, (name, ns, attrs) in enumerate(span.events):
         seq = attrs.get(sc.AL_SEQ)
         out.append((ns, seq if isinstance(seq, int) else i, event_out(name, attrs)))

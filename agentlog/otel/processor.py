@@ -183,10 +183,11 @@ class SpanProcessor(_SDKSpanProcessor):
             if parent is not None and _seq_of(parent.written.span_id) > _seq_of(own):
                 parent_id = parent.written.span_id
             plain = from_sdk_span(span, end=False)
+            kind = span_kind(plain.attributes)
             span_id = f"s{rec.next_seq}"
-            event = _emit(rec, Out.of(started(plain, parent=parent_id, ids=False)), span_id, None)
+            event = _emit(rec, Out.of(started(plain, parent=parent_id, ids=False, kind=kind)), span_id, None)
             written = WrittenSpan(trace_id=plain.trace_id, otel_span_id=plain.span_id, span_id=span_id,
-                                  kind=span_kind(plain.attributes), started_seq=event.seq)
+                                  kind=kind, started_seq=event.seq)
             self._live[context.span_id] = _Live(rec, written, span.parent.span_id if span.parent else None)
             self._written.setdefault(rec.run_id, []).append(written)
 
@@ -195,7 +196,8 @@ class SpanProcessor(_SDKSpanProcessor):
         rec, written = live.rec, live.written
         written.kind = span_kind(plain.attributes)
         with self._lock:
-            outs: Sequence[Out] = [] if written.kind == LLM and live.covered else call_outs(plain, timed=False)
+            covered = written.kind == LLM and live.covered
+            outs: Sequence[Out] = [] if covered else call_outs(plain, timed=False, kind=written.kind)
             if written.kind == LLM and outs:
                 if self.join is not None:
                     outs = self.join(rec, plain, outs)
@@ -205,8 +207,9 @@ class SpanProcessor(_SDKSpanProcessor):
                 event = _emit(rec, out, written.span_id, request)
                 request = request if request is not None else event.seq
                 written.call_seqs.append(event.seq)
-            for _, _, out in sorted(event_outs(plain), key=lambda item: item[:2]):
-                _emit(rec, out, written.span_id, None)
+            if plain.events:
+                for _, _, out in sorted(event_outs(plain), key=lambda item: item[:2]):
+                    _emit(rec, out, written.span_id, None)
             last = ended(plain)
             if last is not None:
                 written.ended_seq = _emit(rec, Out.of(last), written.span_id, written.started_seq).seq

@@ -91,7 +91,8 @@ def test_concurrent_recordings_each_get_their_own_spans(instrumented: Any, store
         assert len(run.llm_calls()) == 2 and run.verify().ok
 
 
-def test_two_instrumentors_on_one_call_count_once(instrumented: Any, store: Any, tmp_path: Any) -> None:
+def test_two_instrumentors_on_one_call_count_once(instrumented: Any, store: Any, tmp_path: Any,
+                                                 fresh_loop: None) -> None:
     from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
