@@ -16,7 +16,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 def _block(heading: str) -> str:
     text = README.read_text()
     section = text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    [code] = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    [code] = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
     return code
 
 
@@ -37,14 +37,13 @@ def test_the_live_opentelemetry_example_runs(tmp_path: Path, monkeypatch: pytest
                                             fresh_loop: None) -> None:
     from agents import Agent, OpenAIChatCompletionsModel
 
-    import agentlog as al
 
     monkeypatch.chdir(tmp_path)
     agent = Agent(name="sre", instructions="You are an SRE.",
                   model=OpenAIChatCompletionsModel(model=MODEL, openai_client=async_openai_client()))
     namespace: dict[str, Any] = {"agent": agent}
     try:
-        exec(compile(_block("OpenTelemetry, live"), str(README), "exec"), namespace)
+        exec(compile(_block("OpenTelemetry, live"), str(README), "exec"), namespace)  # noqa: S102 - the README
     finally:
         _turn_everything_off()
     run = namespace["run"]
