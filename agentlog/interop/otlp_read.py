@@ -244,23 +244,32 @@ def _plain_attributes(attributes: Any) -> dict[str, Any]:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in attributes.items()}
 
 
-def from_sdk_span(span: ReadableSpan, *, end: bool = True, resource: bool = False) -> OtelSpan:
-    """An OpenTelemetry SDK span, as it is now (``end=False``: just started, no end time yet;
-    ``resource``: with the resource's attributes, which the live processor does not need)."""
-    context = span.get_span_context()
+def from_sdk_span(span: ReadableSpan, *, end: bool = True, resource: bool = False, copy: bool = True,
+                  ids: tuple[str, str] | None = None) -> OtelSpan:
+    """An OpenTelemetry SDK span, as it is now.
+
+    Args:
+        end: the span ended (``False``: just started, no end time or status yet).
+        resource: with the resource's attributes (the live processor does not need them).
+        copy: copy the attributes and events as JSON-like data (``False``: the span's own
+            read-only attributes and no events, for a span only its status is read from).
+        ids: its trace and span id in hex, when the caller has them already.
+    """
     parent = span.parent
+    if ids is None:
+        context = span.get_span_context()
+        ids = (f"{context.trace_id:032x}", f"{context.span_id:016x}") if context else ("0" * 32, "0" * 16)
     start = span.start_time or 0
     status = span.status
-    return OtelSpan(trace_id=f"{context.trace_id:032x}" if context else "0" * 32,
-                    span_id=f"{context.span_id:016x}" if context else "0" * 16,
+    return OtelSpan(trace_id=ids[0], span_id=ids[1],
                     parent_id=f"{parent.span_id:016x}" if parent is not None else None,
                     name=span.name, kind=span.kind.name,
                     start_ns=start, end_ns=max(start, span.end_time or start) if end else start,
                     status_code=status.status_code.value if end else 0,
                     status_message=status.description or None if end else None,
-                    attributes=_plain_attributes(span.attributes),
+                    attributes=_plain_attributes(span.attributes) if copy else (span.attributes or {}),
                     events=tuple((e.name, e.timestamp, _plain_attributes(e.attributes))
-                                 for e in span.events) if end and span.events else (),
+                                 for e in span.events) if end and copy and span.events else (),
                     resource=dict(span.resource.attributes) if resource and span.resource is not None else {},
                     scope=span.instrumentation_scope.name if span.instrumentation_scope else None,
                     where="live")

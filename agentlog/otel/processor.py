@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -55,6 +56,9 @@ CallJoin = Callable[[Recorder, OtelSpan, Sequence[Out]], Sequence[Out]]
 """``join(recorder, span, events) -> events to write``: see the module docstring."""
 
 _SEQ_ID = re.compile(r"s(\d+)")
+_CALLS = frozenset({LLM, "tool"})
+#: How many written spans :meth:`SpanProcessor.written` keeps per run (the most recent).
+WRITTEN_KEPT = 10_000
 
 
 @dataclass(slots=True)
@@ -114,7 +118,7 @@ class SpanProcessor(_SDKSpanProcessor):
         self.join = join
         self.enabled = True
         self._live: dict[int, _Live] = {}
-        self._written: dict[str, list[WrittenSpan]] = {}
+        self._written: dict[str, deque[WrittenSpan]] = {}
         self._lock = threading.RLock()
 
     # --- the SDK's interface ---------------------------------------------------------------------
@@ -156,7 +160,8 @@ class SpanProcessor(_SDKSpanProcessor):
     # --- what was written ------------------------------------------------------------------------
 
     def written(self, run_id: str) -> list[WrittenSpan]:
-        """The spans written into run ``run_id`` so far, in start order."""
+        """The spans written into run ``run_id`` so far, in start order (the last
+        :data:`WRITTEN_KEPT` of them: a long-lived process does not keep every span)."""
         with self._lock:
             return list(self._written.get(run_id, ()))
 
@@ -189,12 +194,14 @@ class SpanProcessor(_SDKSpanProcessor):
             written = WrittenSpan(trace_id=plain.trace_id, otel_span_id=plain.span_id, span_id=span_id,
                                   kind=kind, started_seq=event.seq)
             self._live[context.span_id] = _Live(rec, written, span.parent.span_id if span.parent else None)
-            self._written.setdefault(rec.run_id, []).append(written)
+            self._written.setdefault(rec.run_id, deque(maxlen=WRITTEN_KEPT)).append(written)
 
     def _end(self, span: ReadableSpan, live: _Live) -> None:
-        plain = from_sdk_span(span)
         rec, written = live.rec, live.written
-        written.kind = span_kind(plain.attributes)
+        written.kind = span_kind(span.attributes or {})
+        # a span that made no call and recorded no event needs only its status: skip the copy
+        full = written.kind in _CALLS or bool(span.events)
+        plain = from_sdk_span(span, copy=full, ids=(written.trace_id, written.otel_span_id))
         with self._lock:
             covered = written.kind == LLM and live.covered
             outs: Sequence[Out] = [] if covered else call_outs(plain, timed=False, kind=written.kind)
