@@ -41,7 +41,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.sdk.trace import SpanProcessor as _SDKSpanProcessor
 
 from ..capture.recorder import Recorder, active_recorder
-from ..errors import DivergenceError
+from ..errors import DivergenceError, RunClosedError
 from ..interop.otlp_read import OtelSpan, from_sdk_span
 from ..interop.spanmap import LLM, Out, call_outs, ended, event_outs, span_kind, started
 
@@ -145,6 +145,8 @@ class SpanProcessor(_SDKSpanProcessor):
             self._end(span, live)
         except DivergenceError:
             raise
+        except RunClosedError:  # the recording ended before the span did: nothing to write into
+            log.debug("agentlog: span %r ended after its recording %s closed", span.name, live.rec.run_id)
         except Exception:
             log.exception("agentlog: could not record the end of span %r", span.name)
 

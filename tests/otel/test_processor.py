@@ -199,3 +199,14 @@ def test_an_unknown_instrumentor_lists_the_installed_ones() -> None:
 
     with pytest.raises(KeyError, match="no instrumentor 'nope' is installed; installed: .*openai"):
         al.instrument(instrumentors=["nope"])
+
+
+def test_a_span_that_outlives_its_recording_loses_only_its_end(instrumented: Any, store: Any,
+                                                               caplog: Any) -> None:
+    tracer = instrumented.provider.get_tracer("test")
+    with al.recording(store=store, name="short") as rec:
+        span = tracer.start_span("background job")
+    span.end()  # after the run was closed: nothing to write into, and no error for the program
+    types = [e.type for e in store.run(rec.run_id).iter_events()]
+    assert types == ["run.started", "span.started", "run.finished"]
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "WARNING")]
