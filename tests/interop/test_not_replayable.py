@@ -64,3 +64,15 @@ def test_a_recorded_run_and_its_jsonl_copy_replay(run: Any, other: Any, tmp_path
 def test_an_otlp_round_trip_of_a_recorded_run_is_an_import(run: Any, other: Any) -> None:
     [back] = import_otlp(export_otlp(run), other)
     assert not back.replayable and back.meta["tags"]["source"] == "otlp"
+
+
+def test_the_cli_says_why_it_will_not_replay(store: Any, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    run = _imported("otlp", store, tmp_path)
+    out = subprocess.run([sys.executable, "-m", "agentlog.cli", "--store", str(store.path), "replay", run.id,
+                          "--program", "example:sre"], check=False, capture_output=True, text=True)
+    assert out.returncode == 2  # bad input, not an unexpected error
+    assert out.stderr.strip() == f"agentlog: error: run {run.id} cannot be replayed or forked: " + \
+        " ".join(run.replayable_reason.split())
