@@ -206,15 +206,15 @@ def _tags(trace_id: str, spans: list[OtelSpan], info: Mapping[str, Any]) -> dict
 
 
 def _name(trace_id: str, spans: list[OtelSpan], info: Mapping[str, Any]) -> str:
-    ids = {s.span_id for s in spans}
-    root = next((s for s in sorted(spans, key=lambda s: s.start_ns) if s.parent_id is None), None)
+    """The run's name: an agentlog export's, else the root span's; a live trace whose root has
+    not arrived yet (exporters send it last) is named by its service and trace id."""
     if info.get("name"):
         return str(info["name"])
+    root = next((s for s in sorted(spans, key=lambda s: s.start_ns) if s.parent_id is None), None)
     if root is not None:
         return root.name
     service = next((s.resource.get(sc.SERVICE_NAME) for s in spans if s.resource.get(sc.SERVICE_NAME)), None)
-    outer = next((s for s in sorted(spans, key=lambda s: s.start_ns) if s.parent_id not in ids), None)
-    return f"{service} {outer.name}" if service and outer is not None else (outer.name if outer else trace_id)
+    return f"{service or 'trace'} {trace_id[:8]}"
 
 
 class TraceRuns:

@@ -69,6 +69,7 @@ def _watch(child: Any, store: Any) -> list[int]:
 def _check_child_run(run: Any, sizes: list[int]) -> None:
     assert sizes[0] < sizes[1] < len(run)  # it grew step by step, then the agent span came
     assert run.id.startswith("otlp-") and run.meta["tags"]["service.name"] == "child-agent"
+    assert run.name == f"child-agent {run.meta['tags']['trace_id'][:8]}"  # named before its root arrived
     names = {e.span_id: SpanStarted.of(e) for e in run.iter_events() if e.type == "span.started"}
     agent = next(sid for sid, s in names.items() if s.name == "invoke_agent sre")
     steps = [sid for sid, s in names.items() if s.name.startswith("step ")]
