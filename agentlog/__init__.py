@@ -38,7 +38,9 @@ _EXPORTS: dict[str, str] = {
     "edit": "agentlog.edit",
     "fork": "agentlog.capture.fork:fork",
     "http": "agentlog.capture.transport",
+    "instrument": "agentlog.otel:instrument",
     "interop": "agentlog.interop",
+    "otel": "agentlog.otel",
     "pricing": "agentlog.capture.pricing",
     "record": "agentlog.capture.session:record",
     "recording": "agentlog.capture.session:recording",
@@ -91,6 +93,7 @@ _EXPORTS: dict[str, str] = {
     # errors most users catch
     "AgentlogError": "agentlog.errors:AgentlogError",
     "CanonicalJSONError": "agentlog.errors:CanonicalJSONError",
+    "NotReplayableError": "agentlog.errors:NotReplayableError",
     "PatchError": "agentlog.errors:PatchError",
     "RunLockedError": "agentlog.errors:RunLockedError",
     "RunNotFoundError": "agentlog.errors:RunNotFoundError",
@@ -104,13 +107,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from . import errors, fold, keys
     from .canonical import canonical_json
     from .chain import GENESIS, Problem, chain_hash
-    from .errors import (AgentlogError, CanonicalJSONError, PatchError, RunLockedError,
+    from .errors import (AgentlogError, CanonicalJSONError, NotReplayableError, PatchError, RunLockedError,
                          RunNotFoundError, StoreError, UnknownModelWarning)
     from .events import BlobRef, Event
     from .errors import ReducerError
     from .fold import (DeterminismReport, Patch, ReducerRegistrationWarning, Reducers,
                        SnapshotIndex, State, apply_patch, check_determinism, diff_states, reducer)
-    from . import edit, interop, testing
+    from . import edit, interop, otel, testing
+    from .otel import instrument
     from .capture import pricing
     from .capture import transport as http
     from .capture.divergence import Divergence

@@ -32,7 +32,8 @@
     │   └── ToolError                          a recorded tool failed (re-raised on replay)
     ├── ReplayError                            replay and fork
     │   ├── ReplayMissError (LookupError)      a call with no recorded response
-    │   └── DivergenceError                    strict replay found a different event
+    │   ├── DivergenceError                    strict replay found a different event
+    │   └── NotReplayableError (ValueError)    a run with no program's recorded answers (an import)
     └── AgentError                             the loop runtime
         ├── ApprovalError (LookupError)        a decision on a request that is not pending
         └── BudgetExceededError
@@ -70,6 +71,7 @@ __all__ = [
     "FoldError",
     "InvalidBlobRefError",
     "MissingDependencyError",
+    "NotReplayableError",
     "PatchError",
     "PatchTestError",
     "PricingError",
@@ -389,6 +391,19 @@ class DivergenceError(ReplayError):
     def __init__(self, divergence: Any) -> None:
         self.divergence = divergence
         super().__init__(str(divergence))
+
+
+class NotReplayableError(ReplayError, ValueError):
+    """A run that holds no program's recorded answers (an import, an OTLP trace) was given to
+    replay or fork; ``reason`` says why (it is :attr:`agentlog.Run.replayable_reason`).
+
+    >>> str(NotReplayableError("otlp-ab", "it was imported from otlp"))
+    'run otlp-ab cannot be replayed or forked: it was imported from otlp'
+    """
+
+    def __init__(self, run_id: str, reason: str) -> None:
+        self.run_id, self.reason = run_id, reason
+        super().__init__(f"run {run_id} cannot be replayed or forked: {reason}")
 
 
 class AgentError(AgentlogError):

@@ -33,6 +33,7 @@ from typing import Any
 from ..events import FORK_STARTED, HTTP_RESPONSE, LLM_RESPONSE, STATE_PATCH, TOOL_RESULT
 from .recorder import Recorder
 from .replay import recorded_inputs
+from .replayable import require_replayable
 from .session import Program, Stopped, drive, program_reducers, resolve_store
 from .sinks import ReplaySink, ResponseCache, Served, WriterSink, recorded_by
 
@@ -161,7 +162,9 @@ def fork(run: Any, at: int, *, program: Program, edit: Edit | Iterable[Edit] | N
 
     Raises:
         DivergenceError: the program did something else than the parent before the cut.
+        NotReplayableError: the run holds no program's recorded answers (an import).
     """
+    require_replayable(run)
     edits = _edits(edit)
     _check(run, at, edits)
     from .runtime import AgentProgram

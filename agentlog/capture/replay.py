@@ -16,6 +16,7 @@ from ..errors import DivergenceError
 from ..events import RUN_STARTED
 from .divergence import Divergence
 from .recorder import Recorder
+from .replayable import require_replayable
 from .session import Program, Stopped, drive, program_reducers, resolve_store
 from .sinks import Interrupted, ReplaySink, ResponseCache, WriterSink, recorded_by
 
@@ -140,7 +141,11 @@ def replay(program: Program, run: Any, *, mode: str = "strict",
     Returns:
         A :class:`ReplayResult`; in strict mode ``result.divergence`` says where and how the
         program left the recorded run.
+
+    Raises:
+        NotReplayableError: the run holds no program's recorded answers (an import).
     """
+    require_replayable(run)
     chosen = ReplayMode.parse(mode)
     if chosen is ReplayMode.STRICT:
         return _strict(program, run, reducers)

@@ -8,6 +8,7 @@ _inspect    ``ls``, ``show``, ``verify``, ``diff``, ``cost``, ``gc``
 _rerun      ``replay``, ``fork``
 _files      ``export``, ``import``, ``report``
 _checkpoint ``checkpoint``
+_serve      ``serve`` (an OTLP/HTTP endpoint)
 _demo       ``demo``
 ==========  ======================================================================================
 
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 
 import click
 
-from . import _checkpoint, _demo, _files, _inspect, _rerun  # they register their commands
+from . import _checkpoint, _demo, _files, _inspect, _rerun, _serve  # they register their commands
 from ._app import cli
 from ._util import ExitCode, report_error
 

@@ -75,11 +75,13 @@ def export_command(run: str, fmt: str, output: str | None, blobs: str | None) ->
 @click.option("--format", "fmt", required=True,
               type=click.Choice(["jsonl", "otlp", "activegraph", "drangue"]),
               help="jsonl: an agentlog export; otlp: OTLP/JSON or ConsoleSpanExporter output (a run "
-                   "per trace); activegraph: its SQLite store or JSONL trace; drangue: its SQLite store.")
+                   "per trace); activegraph: its SQLite store or JSONL trace; drangue: its SQLite store. "
+                   "otlp, activegraph and drangue import every run of FILE, and importing a run again "
+                   "adds only what is new.")
 @click.option("--name", help="The new run's name.")
 @click.option("--run", "source_run", metavar="ID",
-              help="activegraph / drangue: the run in FILE (needed when it holds several).")
-@click.option("--run-id", help="jsonl / activegraph / drangue: the new run's id.")
+              help="activegraph / drangue: import only this run of FILE (default: every run).")
+@click.option("--run-id", help="jsonl / activegraph / drangue: the new run's id (one run only).")
 @click.option("--blobs", metavar="DIR", help="jsonl: the blob folder of an export made with --blobs.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 def import_command(file: str, fmt: str, name: str | None, source_run: str | None, run_id: str | None,
@@ -104,15 +106,15 @@ def import_command(file: str, fmt: str, name: str | None, source_run: str | None
             elif fmt == "otlp":
                 runs = list(interop.import_otlp(path, store, name=name))
             elif fmt == "activegraph":
-                runs = [interop.import_activegraph(path, store, run=source_run, run_id=run_id, name=name)]
+                runs = interop.import_activegraph(path, store, run=source_run, run_id=run_id, name=name)
             else:
-                runs = [interop.import_drangue(path, store, run=source_run, run_id=run_id, name=name)]
+                runs = interop.import_drangue(path, store, run=source_run, run_id=run_id, name=name)
         except RunExistsError as exc:
             fail(ExitCode.STORE, f"run {exc.run_id!r} already exists in {store.path}; import {file} "
                                  "under another id: --run-id NEW")
         bar.update()
     if not runs:
-        fail(ExitCode.BAD_INPUT, f"{file}: no traces to import")
+        fail(ExitCode.BAD_INPUT, f"{file}: no runs to import" if fmt != "otlp" else f"{file}: no traces to import")
     reports = [r.verify() for r in runs]
     if as_json:
         echo_json([{"run_id": r.id, "name": r.name, "events": len(r), "head": r.head,

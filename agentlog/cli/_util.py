@@ -165,6 +165,7 @@ def error_code(exc: BaseException) -> ExitCode:
         CanonicalJSONError,
         DivergenceError,
         EventNotFoundError,
+        NotReplayableError,
         PatchError,
         RunNotFoundError,
         StoreError,
@@ -181,7 +182,7 @@ def error_code(exc: BaseException) -> ExitCode:
         return ExitCode.BAD_INPUT
     if isinstance(exc, DivergenceError):
         return ExitCode.CHECK_FAILED
-    if isinstance(exc, (InteropError, CanonicalJSONError, PatchError)):
+    if isinstance(exc, (InteropError, CanonicalJSONError, PatchError, NotReplayableError)):
         return ExitCode.BAD_INPUT
     if isinstance(exc, StoreError):
         return ExitCode.STORE

@@ -26,7 +26,11 @@ type                              body
 ``note``                          :class:`Note` (open: any payload)
 ``time.now`` / ``uuid.new`` /     :class:`TimeNow` / :class:`UUIDNew` / :class:`RandomValue`
 ``random.value``
+``span.event``                    :class:`SpanEvent` (a tracer's point event in a span)
 ================================  =======================================================
+
+An imported event keeps the source system's own event under one key, ``origin``
+(:class:`Origin`, :func:`with_origin`, :func:`origin_of`).
 
 A run may add types of its own: they stay plain ``type`` + ``payload`` events.
 
@@ -58,6 +62,7 @@ from .base import (
 from .calls import CostSource, HTTPRequest, HTTPResponse, LLMRequest, LLMResponse, ToolCall, ToolResult
 from .event import USAGE_FIELDS, BlobRef, Event, is_blob_json
 from .graph import ObjectCreated, ObjectUpdated, RelationCreated, StatePatch
+from .origin import ORIGIN_KEY, Origin, origin_of, with_origin
 from .run import (
     BudgetExceeded,
     BudgetSet,
@@ -71,23 +76,25 @@ from .run import (
     TimeNow,
     UUIDNew,
 )
-from .span import INTERRUPTED, SpanEnded, SpanStarted
+from .span import INTERRUPTED, SpanEnded, SpanEvent, SpanStarted
 from .usage import TOKEN_FIELDS, Usage
 
 __all__ = [
     "APPROVAL_DENIED", "APPROVAL_GRANTED", "APPROVAL_REQUESTED", "BUDGET_EXCEEDED", "BUDGET_SET",
     "ERROR", "FORK_STARTED", "HTTP_REQUEST", "HTTP_RESPONSE", "INTERRUPTED", "LLM_REQUEST",
-    "LLM_RESPONSE", "NOTE", "OBJECT_CREATED", "OBJECT_UPDATED", "RANDOM_VALUE", "RELATION_CREATED",
-    "RUN_FAILED", "RUN_FINISHED", "RUN_STARTED", "SPAN_ENDED", "SPAN_STARTED", "STANDARD_TYPES",
+    "LLM_RESPONSE", "NOTE", "OBJECT_CREATED", "OBJECT_UPDATED", "ORIGIN_KEY", "RANDOM_VALUE",
+    "RELATION_CREATED", "RUN_FAILED", "RUN_FINISHED", "RUN_STARTED", "SPAN_ENDED", "SPAN_EVENT",
+    "SPAN_STARTED", "STANDARD_TYPES",
     "STATE_PATCH", "TIME_NOW", "TOKEN_FIELDS", "TOOL_CALL", "TOOL_RESULT", "USAGE_FIELDS",
     "UUID_NEW", "VERSION_KEY",
     "ApprovalDenied", "ApprovalGranted", "ApprovalRequested", "BlobRef", "Body", "BudgetExceeded",
     "BudgetSet", "CallFailed", "CostSource", "Event", "ForkStarted", "HTTPRequest", "HTTPResponse",
-    "Keys", "LLMRequest", "LLMResponse", "Note", "ObjectCreated", "ObjectUpdated", "RandomValue",
-    "RelationCreated", "RunFailed", "RunFinished", "RunStarted", "SpanEnded", "SpanStarted",
+    "Keys", "LLMRequest", "LLMResponse", "Note", "ObjectCreated", "ObjectUpdated", "Origin",
+    "RandomValue", "RelationCreated", "RunFailed", "RunFinished", "RunStarted", "SpanEnded",
+    "SpanEvent", "SpanStarted",
     "StatePatch", "Text", "TimeNow", "ToolCall", "ToolResult", "UUIDNew", "Usage", "Value",
     "body_class", "body_of", "check_payload", "column", "event_type", "is_blob_json", "json_path",
-    "lift", "optional", "registry", "upcaster",
+    "lift", "optional", "origin_of", "registry", "upcaster", "with_origin",
 ]
 
 # The type names, each taken from its body class (spelled once, in the class's registration).
@@ -96,6 +103,7 @@ RUN_FINISHED: Final = RunFinished.TYPE
 RUN_FAILED: Final = RunFailed.TYPE
 SPAN_STARTED: Final = SpanStarted.TYPE
 SPAN_ENDED: Final = SpanEnded.TYPE
+SPAN_EVENT: Final = SpanEvent.TYPE
 LLM_REQUEST: Final = LLMRequest.TYPE
 LLM_RESPONSE: Final = LLMResponse.TYPE
 TOOL_CALL: Final = ToolCall.TYPE

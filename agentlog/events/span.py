@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from .base import Body, Text, event_type, optional
 
-__all__ = ["INTERRUPTED", "SpanEnded", "SpanStarted"]
+__all__ = ["INTERRUPTED", "SpanEnded", "SpanEvent", "SpanStarted"]
 
 #: The ``error`` of a ``span.ended`` that a resume wrote for a span a crash left open (or
 #: that Ctrl-C closed): the run can be resumed from there.
@@ -51,3 +51,15 @@ class SpanEnded(Body):
     def interrupted(self) -> bool:
         """True for the close of a span that a crash or Ctrl-C cut short."""
         return self.status == "error" and self.error == INTERRUPTED
+
+
+@event_type("span.event")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpanEvent(Body):
+    """Something a tracer recorded at a point inside a span (an OpenTelemetry span event that
+    has no agentlog type of its own); folds to nothing."""
+
+    name: str
+    """The event's name, as the tracer gave it."""
+    attributes: Mapping[str, Any] | None = optional()
+    """Its attributes."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import json
 import math
 import os
@@ -17,13 +18,15 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ..events import Event
+from ..events.origin import SOURCE_TAG
 from .errors import InteropFormatError
 
 if TYPE_CHECKING:
     from ..store import Run, Store
 
-__all__ = ["Clock", "Source", "finite", "iso_to_us", "json_values", "loads", "merged", "no_gc",
-           "pick", "read_text", "source_name", "store_of", "write_run"]
+__all__ = ["SOURCE_TAG", "Clock", "Source", "chosen", "finite", "import_run_id", "iso_to_us", "json_values",
+           "loads", "no_gc", "read_text", "renumber_cause", "source_name", "store_of", "write_or_extend",
+           "write_run"]
 
 #: A file given by path, or an open text stream (``sys.stdin``, ``io.StringIO``).
 Source = str | os.PathLike[str] | IO[str]
@@ -177,44 +180,80 @@ def write_run(store: Store, events: Sequence[Event], *, run_id: str | None, name
     return store.run(writer.id, exact=True)
 
 
-def merged(original: Mapping[str, Any], added: Mapping[str, Any], *, source_type: str,
-           origin: Mapping[str, Any]) -> dict[str, Any]:
-    """A foreign event's payload with the keys agentlog's reducers read added to it.
+def renumber_cause(old: int | None, old_to_new: Mapping[int, int], seq: int) -> int | None:
+    """An exported event's cause, renumbered to the new seqs (``None`` if not earlier).
 
-    The original payload is kept as it was: an added key that the original already has is
-    not added. ``origin["added"]`` lists the added keys, so the original is the payload
-    minus those keys, ``source_type`` and ``origin``.
-
-    >>> merged({"text": "hi"}, {"message": {"content": "hi"}, "text": "x"}, source_type="t",
-    ...        origin={"seq": 1})
-    {'text': 'hi', 'message': {'content': 'hi'}, 'source_type': 't', 'origin': {'seq': 1, 'added': ['message']}}
+    >>> renumber_cause(3, {3: 7}, 9), renumber_cause(3, {3: 7}, 5), renumber_cause(None, {}, 1)
+    (7, None, None)
     """
-    out = dict(finite(original))
-    new = sorted(k for k in added if k not in out)
-    for key in new:
-        out[key] = added[key]
-    out["source_type"] = source_type
-    out["origin"] = {**origin, "added": new}
-    return out
+    cause = old_to_new.get(old) if old is not None else None
+    return cause if cause is not None and cause < seq else None
 
 
-def pick(runs: Mapping[str, Any], run: str | None, where: str, system: str) -> str:
-    """The run id to import: ``run``, or the only one.
+def import_run_id(system: str, source_run: str, first: Any) -> str:
+    """The id of the run an imported source run goes to: the same source run (the same id and
+    the same first event) always gets the same id, so importing it again finds it.
+
+    >>> import_run_id("drangue", "sre-1", {"type": "run_started"})
+    'drangue-8f90a276db30a6a0'
+    """
+    from ..canonical import canonical_json
+
+    digest = hashlib.sha256(canonical_json([system, source_run, finite(first)]).encode()).hexdigest()
+    return f"{system}-{digest[:16]}"
+
+
+def _same_prefix(run: Run, events: Sequence[Event]) -> bool:
+    count = len(run)
+    if count > len(events):
+        return False
+    fields = ("type", "ts", "actor", "caused_by", "span_id")
+    return all(tuple(getattr(a, f) for f in fields) == tuple(getattr(b, f) for f in fields)
+               for a, b in zip(run.iter_events(), events[:count], strict=True))
+
+
+def write_or_extend(store: Store, events: Sequence[Event], *, run_id: str, name: str | None,
+                    tags: Mapping[str, Any], created_us: int | None = None) -> Run:
+    """Write events as run ``run_id``; if it exists with the same first events, append the
+    ones it does not have yet (nothing, for a run imported before).
 
     Raises:
-        InteropFormatError: ``run`` is not in the file, or the file has several and none was
-            chosen (the message lists them).
+        RunExistsError: ``run_id`` holds other events.
+    """
+    from ..errors import RunExistsError
+
+    if run_id not in store:
+        return write_run(store, events, run_id=run_id, name=name, tags=tags, created_us=created_us)
+    run = store.run(run_id, exact=True)
+    if not _same_prefix(run, events):
+        raise RunExistsError(run_id)
+    rest = events[len(run):]
+    if not rest:
+        return run
+    clock = Clock(max(e.ts for e in events))
+    writer = store.writer(run_id, clock=clock, durability="batch")
+    try:
+        for event in rest:
+            writer.append(event)
+    except BaseException:
+        writer.close("failed")
+        raise
+    writer.close("closed")
+    return store.run(run_id, exact=True)
+
+
+def chosen(runs: Mapping[str, Any], run: str | None, where: str, system: str) -> list[str]:
+    """The run ids to import: ``[run]``, or every run of the file.
+
+    Raises:
+        InteropFormatError: ``run`` is not in the file (the message lists the file's runs).
     """
     if run is not None:
         if run not in runs:
             raise InteropFormatError(where, None, f"no {system} run {run!r}; the file has "
                                                   f"{', '.join(sorted(runs)) or 'none'}")
-        return run
-    if len(runs) != 1:
-        listed = ", ".join(sorted(runs)[:10]) or "none"
-        raise InteropFormatError(where, None, f"the file has {len(runs)} {system} runs ({listed}); "
-                                              "choose one with run=")
-    return next(iter(runs))
+        return [run]
+    return sorted(runs)
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ ActiveGraph                             agentlog
                                         the previous event's)
 ``object.created``                      ``object.created`` {id, kind: object.type, data:
                                         object.data}; provenance = {actor, event, caused_by};
-                                        ActiveGraph's own provenance stays in ``object``
+                                        ActiveGraph's own provenance stays in ``origin``
 ``patch.applied`` (op update)           ``object.updated`` {id: target, data: value}
 ``relation.created``                    ``relation.created`` {id, kind: relation.type, source,
                                         target, data}
@@ -30,14 +30,18 @@ ActiveGraph                             agentlog
 ``behavior.completed`` / ``.failed``    ``span.ended`` {status ok / error, error}
 ``approval.proposed`` / ``.granted``    ``approval.requested`` {action, reason} /
                                         ``approval.granted`` {request: seq, by}
-``budget.exhausted``                    ``budget.exceeded``
+``runtime.budget_exhausted``            ``budget.exceeded`` {limit: exhausted_by, value: used,
+                                        max: the limit}
 anything else                           ``activegraph.<type>`` (folds to nothing, stays in
                                         every table)
 ======================================  ==========================================================
 
-Every payload keeps ActiveGraph's keys as they were, plus the keys the mapping added,
-``source_type`` (the ActiveGraph type) and ``origin`` {system, id, caused_by, frame_id,
-timestamp, added}. What does not map cleanly: ``patch.applied`` with op ``replace`` becomes an
+Every event is a typed body of agentlog's vocabulary (:mod:`agentlog.events`), and
+ActiveGraph's own event is kept whole under ``origin`` (:class:`~agentlog.events.Origin`:
+system ``activegraph``, type, payload, id, ts, caused_by, detail {frame_id});
+``agentlog.events.origin_of(event)`` reads it back. A file with several runs imports them
+all (``run=`` picks one), each into the run whose id the ActiveGraph run determines, so an
+import repeated adds nothing. What does not map cleanly: ``patch.applied`` with op ``replace`` becomes an
 ``object.updated`` that merges (keys the replacement drops stay in agentlog's state);
 ``object.removed``, ``relation.removed``, ``patch.proposed`` / ``rejected`` and frames have no
 agentlog counterpart and fold to nothing; a re-created object id or a patch of an unknown
@@ -56,21 +60,36 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from ..events import (
-    APPROVAL_GRANTED,
-    APPROVAL_REQUESTED,
-    BUDGET_EXCEEDED,
-    LLM_REQUEST,
-    LLM_RESPONSE,
-    OBJECT_CREATED,
-    OBJECT_UPDATED,
-    RELATION_CREATED,
-    SPAN_ENDED,
-    SPAN_STARTED,
-    TOOL_CALL,
-    TOOL_RESULT,
+    ApprovalGranted,
+    ApprovalRequested,
+    Body,
+    BudgetExceeded,
     Event,
+    LLMRequest,
+    LLMResponse,
+    ObjectCreated,
+    ObjectUpdated,
+    Origin,
+    RelationCreated,
+    SpanEnded,
+    SpanStarted,
+    ToolCall,
+    ToolResult,
+    Usage,
+    with_origin,
 )
-from ._common import finite, iso_to_us, json_values, loads, merged, pick, read_text, store_of, write_run
+from ._common import (
+    SOURCE_TAG,
+    chosen,
+    finite,
+    import_run_id,
+    iso_to_us,
+    json_values,
+    loads,
+    read_text,
+    store_of,
+    write_or_extend,
+)
 from .errors import InteropFormatError
 
 if TYPE_CHECKING:
@@ -214,8 +233,12 @@ def _obj(payload: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _tokens(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+def _tokens(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 class _Mapper:
@@ -241,51 +264,43 @@ class _Mapper:
         cause = self.seq_of.get(e.caused_by) if e.caused_by else None
         self.seq_of[e.id] = seq
         span = self.spans[-1][0] if self.spans else None
-        kind, added, usage = self._mapped(seq, e, cause)
-        if kind == SPAN_STARTED:
-            span = self.spans[-1][0]
-        origin = {"system": "activegraph", "id": e.id, "caused_by": e.caused_by, "frame_id": e.frame_id,
-                  "timestamp": e.timestamp}
-        payload = merged(e.payload, added, source_type=e.type, origin=origin)
-        return Event(seq=seq, type=kind, payload=payload, actor=e.actor, caused_by=cause,
-                     span_id=span, ts=self.ts, **usage)
-
-    def _mapped(self, seq: int, e: SourceEvent, cause: int | None) -> tuple[str, dict[str, Any], dict[str, Any]]:
-        p = e.payload
         handler = _HANDLERS.get(e.type)
-        if handler is not None:
-            found: tuple[str, dict[str, Any], dict[str, Any]] | None = handler(self, seq, p, cause)
-            if found is not None:
-                return found
-        return f"activegraph.{e.type}", {}, {}
+        body: Body | None = handler(self, seq, e.payload, cause) if handler is not None else None
+        if isinstance(body, SpanStarted):
+            span = self.spans[-1][0]
+        detail = {"frame_id": e.frame_id} if e.frame_id is not None else None
+        origin = Origin(system="activegraph", type=e.type, payload=finite(e.payload), id=e.id,
+                        ts=e.timestamp, caused_by=e.caused_by, detail=detail)
+        return Event(seq=seq, type=body.TYPE if body is not None else f"activegraph.{e.type}",
+                     payload=with_origin(body, origin), actor=e.actor, caused_by=cause, span_id=span,
+                     ts=self.ts, **(body.columns() if body is not None else {}))
 
-    # --- handlers: return (type, added keys, usage columns), or None to keep it unmapped ---
+    # --- handlers: return the body, or None to keep the event unmapped ---
 
-    def object_created(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Any:
+    def object_created(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Body | None:
         obj = p.get("object")
         if not isinstance(obj, Mapping) or not isinstance(obj.get("id"), str) or obj["id"] in self.objects:
             return None
         self.objects.add(obj["id"])
-        return OBJECT_CREATED, {"id": obj["id"], "kind": obj.get("type"), "data": finite(obj.get("data") or {})}, {}
+        return ObjectCreated(id=obj["id"], kind=str(obj.get("type") or "object"), data=finite(obj.get("data") or {}))
 
-    def patch_applied(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Any:
+    def patch_applied(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Body | None:
         patch = _obj(p, "patch")
         target = p.get("target") or patch.get("target")
         value = patch.get("value")
         if target not in self.objects or not isinstance(value, Mapping):
             return None
-        return OBJECT_UPDATED, {"id": target, "data": finite(value)}, {}
+        return ObjectUpdated(id=str(target), data=finite(value))
 
-    def relation_created(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Any:
+    def relation_created(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Body | None:
         rel = p.get("relation")
-        if not isinstance(rel, Mapping):
+        if not isinstance(rel, Mapping) or _str(rel.get("source")) is None or _str(rel.get("target")) is None:
             return None
         rel_id = p.get("id") or rel.get("id")
-        return RELATION_CREATED, {"id": rel_id if isinstance(rel_id, str) else None, "kind": rel.get("type"),
-                                  "source": rel.get("source"), "target": rel.get("target"),
-                                  "data": finite(rel.get("data") or {})}, {}
+        return RelationCreated(id=_str(rel_id), kind=str(rel.get("type") or "relation"), source=rel["source"],
+                               target=rel["target"], data=finite(rel.get("data") or {}))
 
-    def llm_requested(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Any:
+    def llm_requested(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Body | None:
         from ..keys import canonical_request, llm_key
 
         prompt = _obj(p, "prompt")
@@ -293,72 +308,80 @@ class _Mapper:
         if prompt.get("system"):
             messages = [{"role": "system", "content": prompt["system"]}, *messages]
         params = {k: prompt[k] for k in ("max_tokens", "temperature", "top_p") if k in prompt}
-        request = {"model": p.get("model") or prompt.get("model"), "messages": finite(messages),
-                   "params": finite(params), "response_format": finite(prompt.get("output_schema_json"))}
+        model = _str(p.get("model")) or _str(prompt.get("model"))
+        request = {"model": model, "messages": finite(messages), "params": finite(params),
+                   "response_format": finite(prompt.get("output_schema_json"))}
         try:
             key = llm_key(request)
-            added = {"key": key, **canonical_request(request)}
+            body = LLMRequest(key=key, **canonical_request(request))
         except ValueError:
-            key, added = str(p.get("prompt_hash") or ""), {"key": p.get("prompt_hash"), **request}
+            key = str(p.get("prompt_hash") or "")
+            body = LLMRequest(key=key, **request)
         self.keys[seq] = key
-        return LLM_REQUEST, added, {}
+        return body
 
-    def llm_responded(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Any:
+    def llm_responded(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Body | None:
         message: dict[str, Any] = {"role": "assistant", "content": p.get("raw_text")}
         if p.get("tool_calls"):
             message["tool_calls"] = finite(p["tool_calls"])
         cost = _cost(p.get("cost_usd"))
         latency = _cost(p.get("latency_seconds"))
-        usage = {"model": p.get("model") if isinstance(p.get("model"), str) else None,
-                 "input_tokens": _tokens(p.get("input_tokens")), "output_tokens": _tokens(p.get("output_tokens")),
-                 "cost_usd": cost, "duration_ms": None if latency is None else latency * 1000}
-        added = {"key": self.keys.get(cause, "") if cause is not None else "", "message": message,
-                 "cost_source": "provider" if cost is not None else "unknown",
-                 "usage": {"input_tokens": usage["input_tokens"] or 0, "output_tokens": usage["output_tokens"] or 0}}
-        return LLM_RESPONSE, added, usage
+        return LLMResponse(key=self.keys.get(cause, "") if cause is not None else "", model=_str(p.get("model")),
+                           message=message, usage=Usage(input_tokens=_tokens(p.get("input_tokens")),
+                                                        output_tokens=_tokens(p.get("output_tokens"))),
+                           cost_source="provider" if cost is not None else "unknown", cost_usd=cost,
+                           duration_ms=None if latency is None else latency * 1000)
 
-    def tool_requested(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Any:
+    def tool_requested(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Body | None:
         from ..keys import tool_key
 
         name = str(p.get("tool") or "")
         args = finite(p.get("args")) if isinstance(p.get("args"), Mapping) else {}
         key = tool_key(name, args)
         self.keys[seq] = key
-        return TOOL_CALL, {"key": key, "name": name, "args": args}, {}
+        return ToolCall(key=key, name=name, args=args)
 
-    def tool_responded(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Any:
+    def tool_responded(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Body | None:
         latency = _cost(p.get("latency_seconds"))
-        usage = {"cost_usd": _cost(p.get("cost_usd")), "duration_ms": None if latency is None else latency * 1000}
-        added = {"key": self.keys.get(cause, "") if cause is not None else "", "name": p.get("tool"),
-                 "result": finite(p.get("output"))}
-        return TOOL_RESULT, added, usage
+        key = self.keys.get(cause, "") if cause is not None else ""
+        cost, duration = _cost(p.get("cost_usd")), None if latency is None else latency * 1000
+        if p.get("error"):
+            return ToolResult(key=key, name=str(p.get("tool") or ""), error=str(p["error"]),
+                              type=_str(p.get("error_type")) or "Error", cost_usd=cost, duration_ms=duration)
+        return ToolResult(key=key, name=str(p.get("tool") or ""), result=finite(p.get("output")),
+                          cost_usd=cost, duration_ms=duration)
 
-    def behavior_started(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Any:
+    def behavior_started(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Body | None:
         name = str(p.get("behavior") or "behavior")
         parent = self.spans[-1][0] if self.spans else None
         self.spans.append((f"s{seq}", name, str(p.get("event_id"))))
-        return SPAN_STARTED, {"name": name, "kind": "agent", "parent": parent}, {}
+        return SpanStarted(name=name, kind="agent", parent=parent)
 
-    def behavior_ended(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Any:
+    def behavior_ended(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Body | None:
         if not self.spans or self.spans[-1][1:] != (str(p.get("behavior")), str(p.get("event_id"))):
             return None
         _, name, _ = self.spans.pop()
         failed = "exception_type" in p or "traceback" in p
         error = f"{p.get('exception_type') or 'Error'}: {p.get('message')}" if failed else None
-        return SPAN_ENDED, {"name": name, "status": "error" if failed else "ok", "error": error}, {}
+        return SpanEnded(name=name, status="error" if failed else "ok", error=error)
 
-    def approval_proposed(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Any:
+    def approval_proposed(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Body | None:
         self.proposals[str(p.get("approval_id"))] = seq
-        return APPROVAL_REQUESTED, {"action": f"create {p.get('object_type')}", "reason": p.get("reason")}, {}
+        return ApprovalRequested(action=f"create {p.get('object_type')}", reason=str(p.get("reason") or ""))
 
-    def approval_granted(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Any:
+    def approval_granted(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Body | None:
         request = self.proposals.pop(str(p.get("approval_id")), None)
         if request is None:
             return None
-        return APPROVAL_GRANTED, {"request": request, "by": p.get("approved_by"), "note": None}, {}
+        return ApprovalGranted(request=request, by=_str(p.get("approved_by")), note=None)
 
-    def budget_exhausted(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Any:
-        return BUDGET_EXCEEDED, {}, {}
+    def budget_exhausted(self, seq: int, p: Mapping[str, Any], cause: int | None) -> Body | None:
+        limit = _str(p.get("exhausted_by"))
+        snapshot = _obj(p, "snapshot")
+        most = _cost(_obj(snapshot, "limits").get(limit or ""))
+        if limit is None or most is None:
+            return None
+        return BudgetExceeded(limit=limit, value=_cost(_obj(snapshot, "used").get(limit)), max=most)
 
 
 _HANDLERS: Final = {
@@ -368,7 +391,7 @@ _HANDLERS: Final = {
     "tool.responded": _Mapper.tool_responded, "behavior.started": _Mapper.behavior_started,
     "relation_behavior.started": _Mapper.behavior_started, "behavior.completed": _Mapper.behavior_ended,
     "behavior.failed": _Mapper.behavior_ended, "approval.proposed": _Mapper.approval_proposed,
-    "approval.granted": _Mapper.approval_granted, "budget.exhausted": _Mapper.budget_exhausted,
+    "approval.granted": _Mapper.approval_granted, "runtime.budget_exhausted": _Mapper.budget_exhausted,
 }
 
 
@@ -379,30 +402,48 @@ def map_run(run: SourceRun) -> list[Event]:
 
 def import_activegraph(path: str | os.PathLike[str], store: Store | str | os.PathLike[str], *,
                        run: str | None = None, run_id: str | None = None,
-                       name: str | None = None) -> Run:
-    """Import one ActiveGraph run, keeping every event.
+                       name: str | None = None) -> list[Run]:
+    """Import the runs of an ActiveGraph file (or one of them), keeping every event.
+
+    Idempotent: each ActiveGraph run goes to the run
+    :func:`~agentlog.interop._common.import_run_id` names (the same ActiveGraph run always
+    gets the same id), and importing it again adds only the events it did not have.
 
     Args:
         path: an ActiveGraph SQLite store, or a JSONL trace (``export-trace --format jsonl``,
             or a ``JSONLEventSink`` file).
         store: the agentlog store (or its path) to import into.
-        run: the ActiveGraph run id; needed when the file holds several runs.
-        run_id: the new run's id; default: a fresh one.
-        name: the new run's name; default: the ActiveGraph run's label or goal, else its id.
+        run: the ActiveGraph run id; default: every run in the file.
+        run_id: the new run's id (only when one run is imported); default: derived from the
+            ActiveGraph run.
+        name: the new runs' name; default: the ActiveGraph run's label or goal, else its id.
 
     Returns:
-        The new run; its tags say where it came from (``source``, ``source_run``,
-        ``source_parent``).
+        The runs, in the order of the ActiveGraph run ids; their tags say where they came
+        from (``source``, ``source_run``, ``source_file``, ``source_parent``). They cannot be
+        replayed or forked (:attr:`~agentlog.Run.replayable`).
 
     Raises:
-        InteropFormatError: not an ActiveGraph file, or ``run`` missing or ambiguous.
+        InteropFormatError: not an ActiveGraph file; ``run`` not in it; ``run_id`` given for
+            several runs.
+        RunExistsError: ``run_id`` holds another run.
     """
     where = os.fspath(path)
     runs = read_activegraph(path)
-    chosen = runs[pick(runs, run, where, "ActiveGraph")]
-    events = map_run(chosen)
-    info = chosen.info
-    label = name or info.get("label") or info.get("goal") or chosen.run_id
-    tags = {"source": "activegraph", "source_run": chosen.run_id, "source_file": Path(where).name,
-            "source_parent": info.get("parent_run_id")}
-    return write_run(store_of(store), events, run_id=run_id, name=str(label), tags=tags)
+    picked = chosen(runs, run, where, "ActiveGraph")
+    if run_id is not None and len(picked) != 1:
+        raise InteropFormatError(where, None, f"a new run id names one run, and the file has "
+                                              f"{len(picked)}; choose one with run= (--run)")
+    out = []
+    target = store_of(store)
+    for source_id in picked:
+        source = runs[source_id]
+        info = source.info
+        label = name or info.get("label") or info.get("goal") or source.run_id
+        tags = {SOURCE_TAG: "activegraph", "source_run": source.run_id, "source_file": Path(where).name,
+                "source_parent": info.get("parent_run_id")}
+        first = source.events[0] if source.events else None
+        identity = (first.id, first.type, first.timestamp) if first is not None else None
+        out.append(write_or_extend(target, map_run(source), run_id=run_id or import_run_id(
+            "activegraph", source.run_id, identity), name=str(label), tags=tags))
+    return out

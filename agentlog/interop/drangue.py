@@ -9,13 +9,13 @@ leaves nothing on disk; ``model_delta`` events are never stored, so they are nev
 drangue                               agentlog
 ====================================  =============================================================
 ``seq``                               ``seq`` (drangue's seqs are dense from 0; the original is in
-                                      ``origin``)
+                                      ``origin.seq``)
 ``ts`` (float seconds or null)        ``ts`` in µs; a null ``ts`` (drangue stamps only executed
                                       steps) takes the previous event's time
 ``duration_ms``                       the ``duration_ms`` column of model and tool steps
-``run_started``                       ``run.started`` {input, config}
+``run_started``                       ``run.started`` {inputs: input}
 ``model_decision``                    ``llm.response`` {message: {role assistant, content: text,
-                                      tool_calls}, finish_reason: stop_reason}; columns: model,
+                                      tool_calls}, finish_reason: stop_reason, usage}; columns: model,
                                       tokens (drangue's usage is Anthropic-shaped: cache reads and
                                       writes are added to ``input_tokens``), cost priced from the
                                       catalog (drangue records none)
@@ -30,9 +30,12 @@ drangue                               agentlog
 ``schema_feedback``, others
 ====================================  =============================================================
 
-Every payload keeps drangue's keys as they were (``usage`` stays drangue's own; the normalised
-counts are in the columns), plus the added keys, ``source_type`` and ``origin`` {system, seq,
-ts, duration_ms, added}. What does not map cleanly: drangue has no actor, no ``caused_by`` and
+Every event is a typed body of agentlog's vocabulary (:mod:`agentlog.events`), and drangue's
+own event is kept whole under ``origin`` (:class:`~agentlog.events.Origin`: system
+``drangue``, type, payload, seq, ts, detail {duration_ms}); ``agentlog.events.origin_of(event)``
+reads it back. A file with several runs imports them all (``run=`` picks one), each into the
+run whose id the drangue run determines, so an import repeated adds nothing. What does not map
+cleanly: drangue has no actor, no ``caused_by`` and
 no model request event, so ``actor`` is empty, causes are rebuilt from the ``call_id`` links,
 and there is no ``llm.request`` (the conversation in agentlog's state holds the assistant
 turns only); drangue's ``run_failed`` is retried on resume, while agentlog's ``run.failed``
@@ -50,29 +53,32 @@ import sqlite3
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from ..canonical import canonical_json
 from ..events import (
-    APPROVAL_DENIED,
-    APPROVAL_GRANTED,
-    APPROVAL_REQUESTED,
-    LLM_RESPONSE,
-    RUN_FAILED,
-    RUN_FINISHED,
-    RUN_STARTED,
-    TOOL_RESULT,
+    TOKEN_FIELDS,
+    ApprovalDenied,
+    ApprovalGranted,
+    ApprovalRequested,
+    Body,
     Event,
+    LLMResponse,
+    Origin,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    ToolResult,
+    Usage,
+    with_origin,
 )
-from ._common import finite, loads, merged, pick, store_of, write_run
+from ._common import SOURCE_TAG, chosen, finite, import_run_id, loads, store_of, write_or_extend
 from .errors import InteropFormatError
 
 if TYPE_CHECKING:
     from ..store import Run, Store
 
 __all__ = ["SourceEvent", "drangue_runs", "import_drangue", "map_events", "read_drangue"]
-
-_SIMPLE: Final = {"run_started": RUN_STARTED, "run_finished": RUN_FINISHED, "run_failed": RUN_FAILED}
 
 
 class SourceEvent:
@@ -149,6 +155,10 @@ def _message(p: Mapping[str, Any]) -> dict[str, Any]:
     return message
 
 
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
 class _Mapper:
     """Maps one run's events in order, keeping the links drangue makes through ``call_id``."""
 
@@ -161,34 +171,40 @@ class _Mapper:
         p = e.payload
         call = str(p.get("call_id")) if p.get("call_id") is not None else None
         cause = self.decision_of.get(call) if call is not None else None
-        kind = _SIMPLE.get(e.type, f"drangue.{e.type}")
-        added: dict[str, Any] = {}
-        usage: dict[str, Any] = {}
-        if e.type == "run_finished":
-            added = {"result": p.get("output")}
+        body: Body | None = None
+        if e.type == "run_started":
+            body = RunStarted(inputs=finite(p.get("input")))
+        elif e.type == "run_finished":
+            body = RunFinished(result=finite(p.get("output")))
+        elif e.type == "run_failed":
+            body = RunFailed(error=str(p.get("error") or "error"))
         elif e.type == "model_decision":
-            kind, added, usage = self._decision(seq, e, ts)
+            body = self._decision(seq, e, ts)
         elif e.type == "tool_result":
-            from ..keys import tool_key
-
-            name = str(p.get("name") or "")
-            args = self.args_of.get(call or "")
-            added = {"result": finite(p.get("content")),
-                     "key": tool_key(name, args if isinstance(args, Mapping) else {})}
-            kind, usage = TOOL_RESULT, {"duration_ms": e.duration_ms}
+            body = self._result(p, call, e.duration_ms)
         elif e.type == "approval_requested" and call is not None:
-            kind = APPROVAL_REQUESTED
-            added = {"action": p.get("tool"), "reason": p.get("reasoning") or p.get("text")}
+            body = ApprovalRequested(action=p.get("tool"), reason=str(p.get("reasoning") or p.get("text") or ""))
             self.requests[call] = seq
         elif e.type in ("approval_granted", "approval_denied") and call in self.requests:
             request = self.requests.pop(call)
-            kind = APPROVAL_GRANTED if e.type == "approval_granted" else APPROVAL_DENIED
-            added, cause = {"request": request, "note": p.get("reason")}, request
-        origin = {"system": "drangue", "seq": e.seq, "ts": e.ts, "duration_ms": e.duration_ms}
-        return Event(seq=seq, type=kind, payload=merged(p, added, source_type=e.type, origin=origin),
-                     caused_by=cause if cause is not None and cause < seq else None, ts=ts, **usage)
+            decided = ApprovalGranted if e.type == "approval_granted" else ApprovalDenied
+            body, cause = decided(request=request, note=_text(p.get("reason"))), request
+        detail = {"duration_ms": e.duration_ms} if e.duration_ms is not None else None
+        origin = Origin(system="drangue", type=e.type, payload=finite(p), seq=e.seq, ts=e.ts, detail=detail)
+        kind = body.TYPE if body is not None else f"drangue.{e.type}"
+        return Event(seq=seq, type=kind, payload=with_origin(body, origin),
+                     caused_by=cause if cause is not None and cause < seq else None, ts=ts,
+                     **(body.columns() if body is not None else {}))
 
-    def _decision(self, seq: int, e: SourceEvent, ts: int) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    def _result(self, p: Mapping[str, Any], call: str | None, duration: float | None) -> ToolResult:
+        from ..keys import tool_key
+
+        name = str(p.get("name") or "")
+        args = self.args_of.get(call or "")
+        return ToolResult(key=tool_key(name, args if isinstance(args, Mapping) else {}), name=name,
+                          result=finite(p.get("content")), duration_ms=duration)
+
+    def _decision(self, seq: int, e: SourceEvent, ts: int) -> LLMResponse:
         from ..capture import pricing
         from ..capture.usage import normalize_usage
 
@@ -198,20 +214,16 @@ class _Mapper:
                 self.decision_of[str(c["id"])] = seq
                 self.args_of[str(c["id"])] = finite(c.get("arguments"))
         model = p.get("model") if isinstance(p.get("model"), str) else None
-        usage = normalize_usage(p["usage"], provider="anthropic") if p.get("usage") else None
+        found = normalize_usage(p["usage"], provider="anthropic") if p.get("usage") else None
         cost = None
-        if usage is not None and model:
-            cost = pricing.cost(model, usage, provider=None, when=datetime.fromtimestamp(ts / 1e6, tz=UTC))
+        if found is not None and model:
+            cost = pricing.cost(model, found, provider=None, when=datetime.fromtimestamp(ts / 1e6, tz=UTC))
+        usage = Usage(**{name: getattr(found, name) for name in TOKEN_FIELDS}) if found is not None else Usage()
         # drangue records no request: the key names this decision (stable for a re-import).
         key = hashlib.sha256(canonical_json(finite(p)).encode()).hexdigest()
-        added = {"key": key, "model": model, "message": _message(p), "finish_reason": p.get("stop_reason"),
-                 "cost_source": cost.source if cost is not None else "unknown", "cache_hit": False}
-        columns = {"model": model, "duration_ms": e.duration_ms,
-                   "input_tokens": usage.input_tokens if usage else None,
-                   "output_tokens": usage.output_tokens if usage else None,
-                   "cached_tokens": usage.cached_tokens if usage else None,
-                   "cost_usd": cost.usd if cost is not None else None}
-        return LLM_RESPONSE, added, columns
+        return LLMResponse(key=key, model=model, message=_message(p), finish_reason=_text(p.get("stop_reason")),
+                           usage=usage, cost_source=cost.source if cost is not None else "unknown",
+                           cost_usd=cost.usd if cost is not None else None, duration_ms=e.duration_ms)
 
 
 def map_events(events: list[SourceEvent]) -> list[Event]:
@@ -226,31 +238,53 @@ def map_events(events: list[SourceEvent]) -> list[Event]:
     return out
 
 
+def _label(run: str, events: list[SourceEvent]) -> str:
+    first = events[0].payload.get("input") if events else None
+    if isinstance(first, str):
+        return f"drangue {run[:12]}: {json.dumps(first)[1:-1][:60]}"
+    return f"drangue {run}"
+
+
 def import_drangue(path: str | os.PathLike[str], store: Store | str | os.PathLike[str], *,
-                   run: str | None = None, run_id: str | None = None, name: str | None = None) -> Run:
-    """Import one drangue run from its SQLite store, keeping every event.
+                   run: str | None = None, run_id: str | None = None, name: str | None = None) -> list[Run]:
+    """Import the runs of a drangue SQLite store (or one of them), keeping every event.
+
+    Idempotent: each drangue run goes to the run :func:`~agentlog.interop._common.import_run_id`
+    names (the same drangue run always gets the same id), and importing it again adds only
+    the events it did not have (none, for a run that did not go on since).
 
     Args:
         path: the drangue ``SQLiteStore`` file.
         store: the agentlog store (or its path) to import into.
-        run: the drangue run id; needed when the file holds several runs.
-        run_id: the new run's id; default: a fresh one.
-        name: the new run's name; default: ``drangue <run>: <input>`` (input cut to 60
+        run: the drangue run id; default: every run in the file.
+        run_id: the new run's id (only when one run is imported); default: derived from the
+            drangue run.
+        name: the new runs' name; default: ``drangue <run>: <input>`` (input cut to 60
             characters).
 
     Returns:
-        The new run; its tags say where it came from (``source``, ``source_run``).
+        The runs, in the order of the drangue run ids; their tags say where they came from
+        (``source``, ``source_run``, ``source_file``). They cannot be replayed or forked
+        (:attr:`~agentlog.Run.replayable`).
 
     Raises:
-        InteropFormatError: not a drangue store; ``run`` missing or ambiguous.
+        InteropFormatError: not a drangue store; ``run`` not in it; ``run_id`` given for
+            several runs.
+        RunExistsError: ``run_id`` holds another run.
         UsageError: a step's usage cannot be normalised.
     """
     where = os.fspath(path)
     runs = read_drangue(path)
-    chosen = pick(runs, run, where, "drangue")
-    events = map_events(runs[chosen])
-    first = runs[chosen][0].payload.get("input") if runs[chosen] else None
-    label = name or (f"drangue {chosen[:12]}: {json.dumps(first)[1:-1][:60]}" if isinstance(first, str)
-                     else f"drangue {chosen}")
-    tags = {"source": "drangue", "source_run": chosen, "source_file": Path(where).name}
-    return write_run(store_of(store), events, run_id=run_id, name=label, tags=tags)
+    picked = chosen(runs, run, where, "drangue")
+    if run_id is not None and len(picked) != 1:
+        raise InteropFormatError(where, None, f"a new run id names one run, and the file has "
+                                              f"{len(picked)}; choose one with run= (--run)")
+    out = []
+    target = store_of(store)
+    for source in picked:
+        events = runs[source]
+        first = (events[0].type, events[0].payload, events[0].ts) if events else None
+        tags = {SOURCE_TAG: "drangue", "source_run": source, "source_file": Path(where).name}
+        out.append(write_or_extend(target, map_events(events), run_id=run_id or import_run_id("drangue", source, first),
+                                   name=name or _label(source, events), tags=tags))
+    return out

@@ -65,8 +65,16 @@ from ..events import (
     SPAN_STARTED,
     TOOL_CALL,
     TOOL_RESULT,
+    USAGE_FIELDS,
     BlobRef,
+    CallFailed,
     Event,
+    LLMRequest,
+    LLMResponse,
+    SpanEnded,
+    SpanStarted,
+    ToolCall,
+    ToolResult,
 )
 from . import semconv as sc
 from .messages import to_parts
@@ -195,15 +203,16 @@ def _collect(events: Iterable[Event]) -> tuple[list[_Span], list[Event], int, in
     for event in events:
         first = event.ts if first is None else first
         last = event.ts if last is None else max(last, event.ts)
-        payload = event.payload
         span = spans.get(event.span_id) if event.span_id is not None else None
         if event.type == SPAN_STARTED and event.span_id is not None:
-            spans[event.span_id] = _Span(id=event.span_id, name=str(payload.get("name") or event.span_id),
-                                         kind=str(payload.get("kind") or "chain"),
-                                         parent=payload.get("parent"), start=event.ts,
-                                         attributes=dict(payload.get("attributes") or {}))
+            body = SpanStarted.of(event)
+            spans[event.span_id] = _Span(id=event.span_id, name=str(body.name or event.span_id),
+                                         kind=str(body.kind or "chain"), parent=body.parent, start=event.ts,
+                                         attributes=dict(body.attributes or {}))
         elif event.type == SPAN_ENDED and span is not None:
-            span.end, span.status, span.error = event.ts, payload.get("status"), payload.get("error")
+            ended = SpanEnded.of(event)
+            error = ended.error.text() if isinstance(ended.error, BlobRef) else ended.error
+            span.end, span.status, span.error = event.ts, ended.status, error
         elif event.type in (LLM_REQUEST, TOOL_CALL) and span is not None and span.request is None:
             span.request = event
         elif event.type in (LLM_RESPONSE, TOOL_RESULT) and span is not None and span.response is None:
@@ -217,63 +226,64 @@ def _collect(events: Iterable[Event]) -> tuple[list[_Span], list[Event], int, in
 
 
 def _llm_attributes(span: _Span) -> dict[str, Any]:
-    req = span.request.payload if span.request is not None else {}
-    res = span.response
-    out: dict[str, Any] = {sc.GEN_AI_OPERATION: "chat", sc.OI_KIND: "LLM",
-                           sc.GEN_AI_REQUEST_MODEL: req.get("model")}
-    params = req.get("params") or {}
+    req = LLMRequest.of(span.request) if span.request is not None else None
+    out: dict[str, Any] = {sc.GEN_AI_OPERATION: sc.OP_CHAT, sc.OI_KIND: sc.OI_LLM,
+                           sc.GEN_AI_REQUEST_MODEL: req.model if req is not None else None}
+    params = req.params if req is not None else None
     if isinstance(params, Mapping):
         for name, key in sc.GEN_AI_REQUEST_PARAMS.items():
             if isinstance(params.get(name), (int, float)):
                 out[key] = params[name]
         if params:
             out[sc.AL_PARAMS] = _json(params)
-    if req.get("messages") is not None:
-        out[sc.GEN_AI_INPUT_MESSAGES] = _json(to_parts(_readable(req["messages"])))
-    if req.get("key"):
-        out[sc.AL_KEY] = req["key"]
-    if res is not None:
-        p = res.payload
-        raw_usage = p.get("usage")
-        usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, Mapping) else {}
-        model = res.model or p.get("model")
-        out.update({sc.GEN_AI_RESPONSE_MODEL: model, sc.OI_MODEL: model or req.get("model"),
-                    sc.GEN_AI_RESPONSE_ID: p.get("id"),
-                    sc.GEN_AI_INPUT_TOKENS: res.input_tokens, sc.GEN_AI_OUTPUT_TOKENS: res.output_tokens,
-                    sc.GEN_AI_CACHE_READ: res.cached_tokens,
-                    sc.GEN_AI_CACHE_WRITE: usage.get("cache_write_tokens") or None,
-                    sc.OI_PROMPT_TOKENS: res.input_tokens, sc.OI_COMPLETION_TOKENS: res.output_tokens,
-                    sc.OI_CACHE_READ: res.cached_tokens,
-                    sc.AL_COST: res.cost_usd, sc.AL_COST_SOURCE: p.get("cost_source"),
-                    sc.AL_CACHE_HIT: p.get("cache_hit"), sc.AL_DURATION: res.duration_ms})
-        if res.input_tokens is not None and res.output_tokens is not None:
-            out[sc.OI_TOTAL_TOKENS] = res.input_tokens + res.output_tokens
-        if p.get("finish_reason"):
-            out[sc.GEN_AI_FINISH_REASONS] = [str(p["finish_reason"])]
-        message = p.get("message")
-        if isinstance(message, Mapping):
-            parts = to_parts([_readable(message)])
-            if p.get("finish_reason"):
-                parts[0]["finish_reason"] = p["finish_reason"]
-            out[sc.GEN_AI_OUTPUT_MESSAGES] = _json(parts)
+    if req is not None:
+        out[sc.GEN_AI_INPUT_MESSAGES] = _json(to_parts(_readable(req.messages)))
+        if req.key:
+            out[sc.AL_KEY] = req.key
+    if span.response is not None:
+        out.update(_response_attributes(span.response, req.model if req is not None else None))
+    return out
+
+
+def _response_attributes(event: Event, asked: str | None) -> dict[str, Any]:
+    res = LLMResponse.of(event)
+    model = event.model or res.model
+    out: dict[str, Any] = {
+        sc.GEN_AI_RESPONSE_MODEL: model, sc.OI_MODEL: model or asked, sc.GEN_AI_RESPONSE_ID: res.id,
+        sc.GEN_AI_INPUT_TOKENS: event.input_tokens, sc.GEN_AI_OUTPUT_TOKENS: event.output_tokens,
+        sc.GEN_AI_CACHE_READ: event.cached_tokens,
+        sc.GEN_AI_CACHE_WRITE: res.usage.cache_write_tokens or None,
+        sc.GEN_AI_REASONING_TOKENS: res.usage.reasoning_tokens or None,
+        sc.OI_PROMPT_TOKENS: event.input_tokens, sc.OI_COMPLETION_TOKENS: event.output_tokens,
+        sc.OI_CACHE_READ: event.cached_tokens, sc.AL_COST: event.cost_usd, sc.AL_COST_SOURCE: res.cost_source,
+        sc.AL_CACHE_HIT: res.cache_hit, sc.AL_DURATION: event.duration_ms}
+    if event.input_tokens is not None and event.output_tokens is not None:
+        out[sc.OI_TOTAL_TOKENS] = event.input_tokens + event.output_tokens
+    if res.finish_reason:
+        out[sc.GEN_AI_FINISH_REASONS] = [str(res.finish_reason)]
+    if isinstance(res.message, Mapping):
+        parts = to_parts([_readable(res.message)])
+        if res.finish_reason:
+            parts[0]["finish_reason"] = res.finish_reason
+        out[sc.GEN_AI_OUTPUT_MESSAGES] = _json(parts)
     return out
 
 
 def _tool_attributes(span: _Span) -> dict[str, Any]:
-    req = span.request.payload if span.request is not None else {}
-    name = req.get("name") or span.name
-    out: dict[str, Any] = {sc.GEN_AI_OPERATION: "execute_tool", sc.OI_KIND: "TOOL",
+    call = ToolCall.of(span.request) if span.request is not None else None
+    name = (call.name if call is not None else None) or span.name
+    out: dict[str, Any] = {sc.GEN_AI_OPERATION: sc.OP_EXECUTE_TOOL, sc.OI_KIND: "TOOL",
                            sc.GEN_AI_TOOL_NAME: name, sc.OI_TOOL_NAME: name,
-                           sc.GEN_AI_TOOL_CALL_ID: req.get("idempotency_key")}
-    if span.request is not None:
-        out[sc.GEN_AI_TOOL_ARGUMENTS] = out[sc.OI_INPUT_VALUE] = _json(_readable(req.get("args") or {}))
-        out[sc.AL_KEY] = req.get("key")
+                           sc.GEN_AI_TOOL_CALL_ID: call.idempotency_key if call is not None else None}
+    if call is not None:
+        out[sc.GEN_AI_TOOL_ARGUMENTS] = out[sc.OI_INPUT_VALUE] = _json(_readable(call.args or {}))
+        out[sc.AL_KEY] = call.key
     if span.response is not None:
-        p = span.response.payload
-        if p.get("error") is None:
-            out[sc.GEN_AI_TOOL_RESULT] = out[sc.OI_OUTPUT_VALUE] = _json(_readable(p.get("result")))
+        result = ToolResult.of(span.response)
+        if result.error is None:
+            out[sc.GEN_AI_TOOL_RESULT] = out[sc.OI_OUTPUT_VALUE] = _json(_readable(result.result))
         else:
-            out[sc.AL_TOOL_ERROR], out["error.type"] = str(p["error"]), p.get("type") or "Error"
+            out[sc.AL_TOOL_ERROR], out[sc.ERROR_TYPE] = str(_readable(result.error)), result.type or "Error"
         out[sc.AL_DURATION] = span.response.duration_ms
         out[sc.AL_COST] = span.response.cost_usd
     return out
@@ -287,13 +297,13 @@ def _span_attributes(span: _Span) -> tuple[str, dict[str, Any]]:
         base.update({k: v for k, v in span.attributes.items() if k not in base})
     if span.kind == "llm":
         base.update(_llm_attributes(span))
-        return f"chat {base.get(sc.GEN_AI_REQUEST_MODEL) or span.name}", base
+        return f"{sc.OP_CHAT} {base.get(sc.GEN_AI_REQUEST_MODEL) or span.name}", base
     if span.kind == "tool":
         base.update(_tool_attributes(span))
-        return f"execute_tool {base[sc.GEN_AI_TOOL_NAME]}", base
+        return f"{sc.OP_EXECUTE_TOOL} {base[sc.GEN_AI_TOOL_NAME]}", base
     if span.kind == "agent":
-        base.update({sc.GEN_AI_OPERATION: "invoke_agent", sc.GEN_AI_AGENT_NAME: span.name, sc.OI_KIND: "AGENT"})
-        return f"invoke_agent {span.name}", base
+        base.update({sc.GEN_AI_OPERATION: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: span.name, sc.OI_KIND: "AGENT"})
+        return f"{sc.OP_INVOKE_AGENT} {span.name}", base
     base[sc.OI_KIND] = _OI_KIND.get(span.kind, "CHAIN")
     return span.name, base
 
@@ -301,13 +311,14 @@ def _span_attributes(span: _Span) -> tuple[str, dict[str, Any]]:
 def _span_event(event: Event) -> dict[str, Any]:
     attrs: dict[str, Any] = {sc.AL_TYPE: event.type, sc.AL_SEQ: event.seq, sc.AL_ACTOR: event.actor,
                              sc.AL_CAUSED_BY: event.caused_by, sc.AL_PAYLOAD: _json(event.payload)}
-    for name in ("model", "input_tokens", "output_tokens", "cached_tokens", "cost_usd", "duration_ms"):
-        attrs[f"agentlog.{name}"] = getattr(event, name)
+    for name in USAGE_FIELDS:
+        attrs[sc.AL_COLUMN_PREFIX + name] = getattr(event, name)
     name = event.type
     if event.type == ERROR:
-        name = "exception"
-        attrs["exception.type"] = event.payload.get("type") or "Error"
-        attrs["exception.message"] = str(event.payload.get("error"))
+        failed = CallFailed.of(event)
+        name = sc.EXCEPTION_EVENT
+        attrs[sc.EXCEPTION_TYPE] = failed.type or "Error"
+        attrs[sc.EXCEPTION_MESSAGE] = str(_readable(failed.error))
     return {"timeUnixNano": str(event.ts * 1000), "name": name, "attributes": _attributes(attrs)}
 
 
@@ -319,7 +330,7 @@ def _otlp_span(span: _Span, trace_id: str, run_id: str, parent: str, end: int) -
     elif span.status is not None:
         status = {"code": STATUS_OK}
     if span.end is None:
-        attrs["agentlog.span.open"] = True
+        attrs[sc.AL_SPAN_OPEN] = True
     return {"traceId": trace_id, "spanId": span_id_of(run_id, span.id), "parentSpanId": parent,
             "name": name, "kind": _OTLP_KIND.get(span.kind, KIND_INTERNAL),
             "startTimeUnixNano": str(span.start * 1000),
@@ -353,7 +364,7 @@ def _export(run: Run, service_name: str) -> dict[str, Any]:
     tags = run.meta.get("tags")
     root_attrs = {sc.AL_ROOT: True, sc.AL_RUN_ID: run.id, sc.AL_RUN_NAME: run.name,
                   sc.AL_RUN_TAGS: _json(tags) if tags else None, sc.OI_KIND: "AGENT",
-                  sc.GEN_AI_OPERATION: "invoke_agent", sc.GEN_AI_AGENT_NAME: run.name or run.id}
+                  sc.GEN_AI_OPERATION: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: run.name or run.id}
     root = {"traceId": trace_id, "spanId": root_id, "parentSpanId": "", "name": run.name or run.id,
             "kind": KIND_INTERNAL, "startTimeUnixNano": str(first * 1000),
             "endTimeUnixNano": str(last * 1000), "attributes": _attributes(root_attrs),
@@ -364,7 +375,7 @@ def _export(run: Run, service_name: str) -> dict[str, Any]:
     for span in spans:
         parent = span_id_of(run.id, span.parent) if span.parent in known else root_id
         out.append(_otlp_span(span, trace_id, run.id, parent, last))
-    resource = {"attributes": _attributes({"service.name": service_name, sc.AL_RUN_ID: run.id})}
+    resource = {"attributes": _attributes({sc.SERVICE_NAME: service_name, sc.AL_RUN_ID: run.id})}
     scope = {"name": "agentlog", "version": __version__}
     return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": scope, "spans": out}]}]}
 
@@ -387,7 +398,14 @@ def write_otlp(run: Run, path: str | os.PathLike[str], *, service_name: str = "a
 
 def import_otlp(src: Source | Mapping[str, Any], store: Store | str | os.PathLike[str], *,
                 name: str | None = None) -> list[Run]:
-    """Import traces: one new run per trace id, in the order of the traces' first spans.
+    """Import traces: one run per trace id (``otlp-<trace id>``), in the order of the traces'
+    first spans.
+
+    Idempotent: a trace whose run is in the store already gets only the spans the run does not
+    hold yet, so importing the same file twice leaves the run as it is, and a file with more
+    spans of the trace extends it. The runs cannot be replayed or forked
+    (:attr:`~agentlog.Run.replayable` says why): they hold what a tracer saw, not a program's
+    recorded answers.
 
     Reads an OTLP/JSON ``ExportTraceServiceRequest`` (one object, or one per line as the
     collector's file exporter writes them; hex or base64 ids, integer or named enums, int64 as
@@ -402,7 +420,7 @@ def import_otlp(src: Source | Mapping[str, Any], store: Store | str | os.PathLik
         name: the runs' name; default: the trace's root span name.
 
     Returns:
-        The new runs.
+        The run of each trace (new, extended or as it was).
 
     Raises:
         InteropFormatError: not JSON, or JSON that is neither OTLP nor console spans (names

@@ -1,16 +1,21 @@
-"""Read spans from the files other tracers write, into one plain shape.
+"""Read spans from what other tracers write or send, into one plain shape (:class:`OtelSpan`).
 
-Two formats:
+Three sources:
 
 - **OTLP/JSON**: an ``ExportTraceServiceRequest`` (``resourceSpans`` → ``scopeSpans`` →
-  ``spans``), one per file or one per line (the collector's ``file`` exporter). Ids in hex, as
-  the OTLP spec says, or in base64, as a plain protobuf JSON printer writes them; enum values
-  as integers or names; int64 values as strings or numbers.
+  ``spans``), one per file or one per line (the collector's ``file`` exporter), or the body of
+  an OTLP/HTTP JSON request. It is parsed into the official protobuf message
+  (``opentelemetry-proto``) by protobuf's JSON mapping (``google.protobuf.json_format``), so
+  enums as integers or names and int64 values as strings or numbers read as the spec says.
+  The one thing the OTLP/JSON spec does differently from the plain protobuf mapping is ids:
+  hex there, base64 here; both are accepted.
+- **OTLP/protobuf**: the body of an OTLP/HTTP protobuf request (:func:`spans_of_protobuf`).
 - **ConsoleSpanExporter**: the OpenTelemetry Python SDK's pretty JSON, one object per span,
   concatenated (``context.trace_id`` ``0x…``, ``kind`` ``SpanKind.CLIENT``, ISO times,
-  attributes as plain JSON).
+  attributes as plain JSON). No library reads it, so it is read here.
 
-Shell code (reads files); the result is pure data.
+And one live source: a finished or started SDK span (:func:`from_sdk_span`), for the span
+processor. Shell code (reads files); the result is pure data.
 """
 
 from __future__ import annotations
@@ -19,21 +24,27 @@ import base64
 import binascii
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._common import Source, iso_to_us, json_values, read_text, source_name
 from .errors import InteropFormatError
 
-__all__ = ["OtelSpan", "read_spans"]
+if TYPE_CHECKING:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+    from opentelemetry.sdk.trace import ReadableSpan
+
+__all__ = ["OtelSpan", "from_sdk_span", "read_spans", "request_of_json", "spans_of_protobuf",
+           "spans_of_request"]
 
 _KINDS: Final = {0: "UNSPECIFIED", 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER", 5: "CONSUMER"}
-_CODES: Final = {"STATUS_CODE_UNSET": 0, "UNSET": 0, "STATUS_CODE_OK": 1, "OK": 1,
-                 "STATUS_CODE_ERROR": 2, "ERROR": 2}
+_CODES: Final = {"UNSET": 0, "OK": 1, "ERROR": 2}
+_ID_FIELDS: Final = (("traceId", 16), ("spanId", 8), ("parentSpanId", 8))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OtelSpan:
-    """A span, whatever file it came from."""
+    """A span, wherever it came from."""
 
     trace_id: str
     """32 lower-case hex digits."""
@@ -65,13 +76,13 @@ def read_spans(src: Source | Mapping[str, Any]) -> list[OtelSpan]:
         InteropFormatError: naming the file and line of what is not JSON or not a span.
     """
     if isinstance(src, Mapping):
-        return list(_request(src, "<request>", 1))
+        return spans_of_request(request_of_json(src, "<request>", 1), "<request>:1")
     name = source_name(src)
     spans: list[OtelSpan] = []
     for line, value in json_values(read_text(src), name):
         for item in (value if isinstance(value, list) else [value]):
             if isinstance(item, Mapping) and "resourceSpans" in item:
-                spans.extend(_request(item, name, line))
+                spans.extend(spans_of_request(request_of_json(item, name, line), f"{name}:{line}"))
             elif isinstance(item, Mapping) and "context" in item and "name" in item:
                 spans.append(_console(item, name, line))
             else:
@@ -80,32 +91,191 @@ def read_spans(src: Source | Mapping[str, Any]) -> list[OtelSpan]:
     return spans
 
 
-# --- OTLP/JSON ----------------------------------------------------------------------------------
+# --- OTLP, through the official protobuf messages ---------------------------------------------
 
 
-def _id(value: Any, size: int, where: str, what: str) -> str | None:
-    """A hex id from hex or base64 text; ``None`` for an empty or all-zero id."""
-    if value in (None, ""):
-        return None
+def _b64_id(value: Any, size: int, name: str, line: int | None, what: str) -> str:
+    """An id in the base64 protobuf's JSON mapping wants, from OTLP/JSON's hex (or base64)."""
     text = str(value)
     if len(text) == size * 2:
         try:
-            bytes.fromhex(text)
-            out = text.lower()
+            return base64.b64encode(bytes.fromhex(text)).decode("ascii")
         except ValueError:
-            out = ""
-    else:
-        out = ""
-    if not out:
-        try:
-            raw = base64.b64decode(text, validate=True)
-        except (binascii.Error, ValueError):
-            raw = b""
-        if len(raw) != size:
-            raise InteropFormatError(*_split(where), f"{what} {text!r} is neither {size * 2} hex "
-                                                    f"digits nor base64 of {size} bytes", field=what)
-        out = raw.hex()
-    return None if out == "0" * (size * 2) else out
+            pass
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != size:
+        raise InteropFormatError(name, line, f"{what} {text!r} is neither {size * 2} hex digits nor "
+                                             f"base64 of {size} bytes", field=what)
+    return text
+
+
+def _json_span(span: Any, name: str, line: int | None) -> Any:
+    if not isinstance(span, Mapping):
+        return span  # json_format names what is wrong
+    out = dict(span)
+    for key, size in _ID_FIELDS:
+        if out.get(key) not in (None, ""):
+            out[key] = _b64_id(out[key], size, name, line, key)
+    if isinstance(out.get("links"), list):
+        out["links"] = [_json_span(link, name, line) for link in out["links"]]
+    return out
+
+
+def _json_scope(ss: Any, name: str, line: int | None) -> Any:
+    if not isinstance(ss, Mapping):
+        return ss
+    out = {k: v for k, v in ss.items() if k not in ("instrumentationLibrary", "spans")}
+    if "scope" not in out and isinstance(ss.get("instrumentationLibrary"), Mapping):
+        out["scope"] = ss["instrumentationLibrary"]  # the name before OTLP 0.15
+    spans = ss.get("spans")
+    out["spans"] = [_json_span(s, name, line) for s in spans] if isinstance(spans, list) else spans
+    return out
+
+
+def request_of_json(request: Mapping[str, Any], name: str, line: int | None) -> ExportTraceServiceRequest:
+    """An OTLP/JSON ``ExportTraceServiceRequest`` (hex or base64 ids) as the protobuf message.
+
+    Raises:
+        InteropFormatError: not an ``ExportTraceServiceRequest`` (names what protobuf refused).
+    """
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    resources = []
+    for rs in request.get("resourceSpans") or ():
+        if isinstance(rs, Mapping):
+            scopes = rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []
+            rs = {k: v for k, v in rs.items() if k not in ("scopeSpans", "instrumentationLibrarySpans")}
+            rs["scopeSpans"] = [_json_scope(ss, name, line) for ss in scopes] if isinstance(scopes, list) \
+                else scopes
+        resources.append(rs)
+    message = ExportTraceServiceRequest()
+    try:
+        json_format.ParseDict({"resourceSpans": resources}, message, ignore_unknown_fields=True)
+    except json_format.ParseError as exc:
+        raise InteropFormatError(name, line, f"not an OTLP ExportTraceServiceRequest ({exc})") from None
+    return message
+
+
+def spans_of_protobuf(data: bytes, where: str = "<protobuf>") -> list[OtelSpan]:
+    """The spans of an OTLP/HTTP protobuf body.
+
+    Raises:
+        InteropFormatError: the bytes are not an ``ExportTraceServiceRequest``.
+    """
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    try:
+        request = ExportTraceServiceRequest.FromString(data)
+    except DecodeError as exc:
+        raise InteropFormatError(where, None, f"not an OTLP ExportTraceServiceRequest ({exc})") from None
+    return spans_of_request(request, where)
+
+
+def _value(v: AnyValue) -> Any:
+    """The Python value of an OTLP ``AnyValue``."""
+    kind = v.WhichOneof("value")
+    if kind == "array_value":
+        return [_value(x) for x in v.array_value.values]
+    if kind == "kvlist_value":
+        return {kv.key: _value(kv.value) for kv in v.kvlist_value.values}
+    if kind == "bytes_value":
+        return base64.b64encode(v.bytes_value).decode("ascii")
+    return None if kind is None else getattr(v, kind)
+
+
+def _attrs(items: Any) -> dict[str, Any]:
+    return {kv.key: _value(kv.value) for kv in items}
+
+
+def _hex(raw: bytes, size: int, where: str, what: str) -> str | None:
+    """A hex id; ``None`` for an empty or all-zero id."""
+    if not raw or raw == bytes(size):
+        return None
+    if len(raw) != size:
+        path, _, line = where.rpartition(":")
+        raise InteropFormatError(path if line.isdigit() else where, int(line) if line.isdigit() else None,
+                                 f"{what} of {len(raw)} bytes; an id has {size}", field=what)
+    return raw.hex()
+
+
+def spans_of_request(request: ExportTraceServiceRequest, where: str) -> list[OtelSpan]:
+    """The spans of an ``ExportTraceServiceRequest`` message."""
+    return list(_spans_of_request(request, where))
+
+
+def _spans_of_request(request: ExportTraceServiceRequest, where: str) -> Iterator[OtelSpan]:
+    for rs in request.resource_spans:
+        resource = _attrs(rs.resource.attributes)
+        for ss in rs.scope_spans:
+            scope = ss.scope.name or None
+            for span in ss.spans:
+                trace_id = _hex(span.trace_id, 16, where, "traceId")
+                span_id = _hex(span.span_id, 8, where, "spanId")
+                if trace_id is None or span_id is None:
+                    path, _, line = where.rpartition(":")
+                    raise InteropFormatError(path if line.isdigit() else where,
+                                             int(line) if line.isdigit() else None,
+                                             "a span without a trace id or span id", field="spanId")
+                start = span.start_time_unix_nano
+                yield OtelSpan(trace_id=trace_id, span_id=span_id,
+                               parent_id=_hex(span.parent_span_id, 8, where, "parentSpanId"),
+                               name=span.name, kind=_KINDS.get(span.kind, "UNSPECIFIED"),
+                               # an unfinished span is sent with end 0: it ends where it starts
+                               start_ns=start, end_ns=max(start, span.end_time_unix_nano),
+                               status_code=span.status.code, status_message=span.status.message or None,
+                               attributes=_attrs(span.attributes),
+                               events=tuple((e.name, e.time_unix_nano, _attrs(e.attributes))
+                                            for e in span.events),
+                               resource=resource, scope=scope, where=where)
+
+
+# --- a live SDK span ----------------------------------------------------------------------------
+
+
+def _plain_attributes(attributes: Any) -> dict[str, Any]:
+    """SDK attributes (tuples for arrays) as JSON-like data."""
+    if not attributes:
+        return {}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in attributes.items()}
+
+
+def from_sdk_span(span: ReadableSpan, *, end: bool = True, resource: bool = False, copy: bool = True,
+                  ids: tuple[str, str] | None = None) -> OtelSpan:
+    """An OpenTelemetry SDK span, as it is now.
+
+    Args:
+        end: the span ended (``False``: just started, no end time or status yet).
+        resource: with the resource's attributes (the live processor does not need them).
+        copy: copy the attributes and events as JSON-like data (``False``: the span's own
+            read-only attributes and no events, for a span only its status is read from).
+        ids: its trace and span id in hex, when the caller has them already.
+    """
+    parent = span.parent
+    if ids is None:
+        context = span.get_span_context()
+        ids = (f"{context.trace_id:032x}", f"{context.span_id:016x}") if context else ("0" * 32, "0" * 16)
+    start = span.start_time or 0
+    status = span.status
+    return OtelSpan(trace_id=ids[0], span_id=ids[1],
+                    parent_id=f"{parent.span_id:016x}" if parent is not None else None,
+                    name=span.name, kind=span.kind.name,
+                    start_ns=start, end_ns=max(start, span.end_time or start) if end else start,
+                    status_code=status.status_code.value if end else 0,
+                    status_message=status.description or None if end else None,
+                    attributes=_plain_attributes(span.attributes) if copy else (span.attributes or {}),
+                    events=tuple((e.name, e.timestamp, _plain_attributes(e.attributes))
+                                 for e in span.events) if end and copy and span.events else (),
+                    resource=dict(span.resource.attributes) if resource and span.resource is not None else {},
+                    scope=span.instrumentation_scope.name if span.instrumentation_scope else None,
+                    where="live")
+
+
+# --- ConsoleSpanExporter ------------------------------------------------------------------------
 
 
 def _split(where: str) -> tuple[str, int | None]:
@@ -113,36 +283,17 @@ def _split(where: str) -> tuple[str, int | None]:
     return (path, int(line)) if line.isdigit() else (where, None)
 
 
-def _value(v: Any) -> Any:
-    """The Python value of an OTLP ``AnyValue`` (JSON encoding)."""
-    if not isinstance(v, Mapping):
-        return v
-    if "stringValue" in v:
-        return v["stringValue"]
-    if "boolValue" in v:
-        return bool(v["boolValue"])
-    if "intValue" in v:
-        return int(v["intValue"])
-    if "doubleValue" in v:
-        return float(v["doubleValue"])
-    if "arrayValue" in v:
-        return [_value(x) for x in (v["arrayValue"] or {}).get("values") or ()]
-    if "kvlistValue" in v:
-        return _attrs((v["kvlistValue"] or {}).get("values") or ())
-    if "bytesValue" in v:
-        return v["bytesValue"]
-    return None
-
-
-def _attrs(items: Any) -> dict[str, Any]:
-    return {str(kv.get("key")): _value(kv.get("value")) for kv in items or () if isinstance(kv, Mapping)}
-
-
-def _int(value: Any, where: str, what: str) -> int:
+def _console_id(value: Any, size: int, where: str, what: str) -> str | None:
+    text = str(value or "").removeprefix("0x")
+    if not text:
+        return None
     try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise InteropFormatError(*_split(where), f"not an integer: {value!r}", field=what) from None
+        raw = bytes.fromhex(text)
+    except ValueError:
+        raw = b""
+    if len(raw) != size:
+        raise InteropFormatError(*_split(where), f"{what} {text!r} is not {size * 2} hex digits", field=what)
+    return None if raw == bytes(size) else raw.hex()
 
 
 def _kind(value: Any) -> str:
@@ -150,42 +301,6 @@ def _kind(value: Any) -> str:
         return _KINDS.get(int(value), "UNSPECIFIED")
     text = str(value or "UNSPECIFIED")
     return text.removeprefix("SPAN_KIND_").removeprefix("SpanKind.")
-
-
-def _request(request: Mapping[str, Any], name: str, line: int) -> Iterator[OtelSpan]:
-    where = f"{name}:{line}"
-    for rs in request.get("resourceSpans") or ():
-        resource = _attrs((rs.get("resource") or {}).get("attributes"))
-        for ss in rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or ():
-            scope = (ss.get("scope") or ss.get("instrumentationLibrary") or {}).get("name")
-            for span in ss.get("spans") or ():
-                yield _otlp_span(span, resource, scope, where)
-
-
-def _otlp_span(span: Mapping[str, Any], resource: Mapping[str, Any], scope: str | None,
-               where: str) -> OtelSpan:
-    trace_id = _id(span.get("traceId"), 16, where, "traceId")
-    span_id = _id(span.get("spanId"), 8, where, "spanId")
-    if trace_id is None or span_id is None:
-        raise InteropFormatError(*_split(where), "a span without a trace id or span id", field="spanId")
-    status = span.get("status") or {}
-    code = status.get("code", 0)
-    events = tuple((str(e.get("name") or ""), _int(e.get("timeUnixNano", 0), where, "timeUnixNano"),
-                    _attrs(e.get("attributes"))) for e in span.get("events") or ())
-    start = _int(span.get("startTimeUnixNano", 0), where, "startTimeUnixNano")
-    # An unfinished span is exported with end 0; it ends where it starts rather than at 1970.
-    end = max(start, _int(span.get("endTimeUnixNano", 0), where, "endTimeUnixNano"))
-    return OtelSpan(trace_id=trace_id, span_id=span_id,
-                    parent_id=_id(span.get("parentSpanId"), 8, where, "parentSpanId"),
-                    name=str(span.get("name") or ""), kind=_kind(span.get("kind")),
-                    start_ns=start, end_ns=end,
-                    status_code=_CODES.get(code, 0) if isinstance(code, str) else int(code),
-                    status_message=status.get("message") or None,
-                    attributes=_attrs(span.get("attributes")), events=events, resource=resource,
-                    scope=scope, where=where)
-
-
-# --- ConsoleSpanExporter ------------------------------------------------------------------------
 
 
 def _ns(text: Any, where: str, what: str) -> int:
@@ -200,17 +315,16 @@ def _ns(text: Any, where: str, what: str) -> int:
 def _console(span: Mapping[str, Any], name: str, line: int) -> OtelSpan:
     where = f"{name}:{line}"
     context = span.get("context") or {}
-    trace_id = _id(str(context.get("trace_id") or "").removeprefix("0x"), 16, where, "trace_id")
-    span_id = _id(str(context.get("span_id") or "").removeprefix("0x"), 8, where, "span_id")
+    trace_id = _console_id(context.get("trace_id"), 16, where, "trace_id")
+    span_id = _console_id(context.get("span_id"), 8, where, "span_id")
     if trace_id is None or span_id is None:
         raise InteropFormatError(name, line, "a span without a trace id or span id", field="context")
-    parent = span.get("parent_id")
     start = _ns(span.get("start_time"), where, "start_time")
     status = span.get("status") or {}
     events = tuple((str(e.get("name") or ""), _ns(e.get("timestamp"), where, "timestamp"),
                     dict(e.get("attributes") or {})) for e in span.get("events") or ())
     return OtelSpan(trace_id=trace_id, span_id=span_id,
-                    parent_id=_id(str(parent).removeprefix("0x"), 8, where, "parent_id") if parent else None,
+                    parent_id=_console_id(span.get("parent_id"), 8, where, "parent_id"),
                     name=str(span.get("name") or ""), kind=_kind(span.get("kind")),
                     start_ns=start, end_ns=max(start, _ns(span.get("end_time"), where, "end_time")),
                     status_code=_CODES.get(str(status.get("status_code") or "UNSET"), 0),

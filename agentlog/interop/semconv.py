@@ -1,75 +1,125 @@
-"""The attribute names agentlog writes and reads on spans, spelled once.
+"""The attribute names agentlog writes and reads on spans: the published conventions' own
+constants, and the ``agentlog.*`` names that neither convention has.
 
-OpenTelemetry GenAI semantic conventions (``opentelemetry-semantic-conventions`` 0.66b2,
-``gen_ai_attributes``), OpenInference (``openinference-semantic-conventions``), and the
-``agentlog.*`` attributes that make an agentlog → OTLP → agentlog round trip keep what the
-two conventions have no name for. Pure: constants only.
+- OpenTelemetry GenAI: ``opentelemetry-semantic-conventions`` (``gen_ai_attributes``, still
+  incubating upstream; its names are the ones the GenAI instrumentations write).
+- OpenInference: ``openinference-semantic-conventions`` (``SpanAttributes``, span kinds).
+- ``agentlog.*``: what makes an agentlog → OTLP → agentlog round trip keep what the two
+  conventions have no name for.
+
+Pure: constants only. Modules that read or write span attributes import them from here, so
+each name is spelled once (and, for the two conventions, by their maintainers).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
+from openinference.semconv.trace import (
+    MessageAttributes,
+    MessageContentAttributes,
+    OpenInferenceSpanKindValues,
+    SpanAttributes,
+    ToolCallAttributes,
+)
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _gen_ai
+from opentelemetry.semconv._incubating.attributes import http_attributes as _old_http
+from opentelemetry.semconv.attributes import error_attributes as _error
+from opentelemetry.semconv.attributes import exception_attributes as _exception
+from opentelemetry.semconv.attributes import http_attributes as _http
+
 # --- OpenTelemetry GenAI --------------------------------------------------------------------
-GEN_AI_OPERATION: Final = "gen_ai.operation.name"
-GEN_AI_PROVIDER: Final = "gen_ai.provider.name"
-GEN_AI_SYSTEM: Final = "gen_ai.system"  # deprecated for gen_ai.provider.name; still read
-GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
-GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
-GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
-GEN_AI_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
-GEN_AI_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
-GEN_AI_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
-GEN_AI_PROMPT_TOKENS: Final = "gen_ai.usage.prompt_tokens"  # deprecated; still read
-GEN_AI_COMPLETION_TOKENS: Final = "gen_ai.usage.completion_tokens"  # deprecated; still read
+GEN_AI_OPERATION: Final = _gen_ai.GEN_AI_OPERATION_NAME
+GEN_AI_PROVIDER: Final = _gen_ai.GEN_AI_PROVIDER_NAME
+GEN_AI_SYSTEM: Final = _gen_ai.GEN_AI_SYSTEM  # deprecated for gen_ai.provider.name; still read
+GEN_AI_REQUEST_MODEL: Final = _gen_ai.GEN_AI_REQUEST_MODEL
+GEN_AI_RESPONSE_MODEL: Final = _gen_ai.GEN_AI_RESPONSE_MODEL
+GEN_AI_RESPONSE_ID: Final = _gen_ai.GEN_AI_RESPONSE_ID
+GEN_AI_FINISH_REASONS: Final = _gen_ai.GEN_AI_RESPONSE_FINISH_REASONS
+GEN_AI_INPUT_TOKENS: Final = _gen_ai.GEN_AI_USAGE_INPUT_TOKENS
+GEN_AI_OUTPUT_TOKENS: Final = _gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS
+GEN_AI_PROMPT_TOKENS: Final = _gen_ai.GEN_AI_USAGE_PROMPT_TOKENS  # deprecated; still read
+GEN_AI_COMPLETION_TOKENS: Final = _gen_ai.GEN_AI_USAGE_COMPLETION_TOKENS  # deprecated; still read
 #: Input tokens served from the provider's cache; SHOULD be included in input_tokens.
-GEN_AI_CACHE_READ: Final = "gen_ai.usage.cache_read.input_tokens"
-GEN_AI_CACHE_WRITE: Final = "gen_ai.usage.cache_creation.input_tokens"
-GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
-GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
-GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
-GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
-GEN_AI_TOOL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
-GEN_AI_TOOL_RESULT: Final = "gen_ai.tool.call.result"
-GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
-GEN_AI_REQUEST_PARAMS: Final = {"temperature": "gen_ai.request.temperature",
-                                "max_tokens": "gen_ai.request.max_tokens",
-                                "top_p": "gen_ai.request.top_p", "seed": "gen_ai.request.seed"}
+GEN_AI_CACHE_READ: Final = _gen_ai.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS
+GEN_AI_CACHE_WRITE: Final = _gen_ai.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS
+GEN_AI_REASONING_TOKENS: Final = _gen_ai.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS
+GEN_AI_INPUT_MESSAGES: Final = _gen_ai.GEN_AI_INPUT_MESSAGES
+GEN_AI_OUTPUT_MESSAGES: Final = _gen_ai.GEN_AI_OUTPUT_MESSAGES
+GEN_AI_TOOL_NAME: Final = _gen_ai.GEN_AI_TOOL_NAME
+GEN_AI_TOOL_CALL_ID: Final = _gen_ai.GEN_AI_TOOL_CALL_ID
+GEN_AI_TOOL_ARGUMENTS: Final = _gen_ai.GEN_AI_TOOL_CALL_ARGUMENTS
+GEN_AI_TOOL_RESULT: Final = _gen_ai.GEN_AI_TOOL_CALL_RESULT
+GEN_AI_AGENT_NAME: Final = _gen_ai.GEN_AI_AGENT_NAME
+GEN_AI_REQUEST_PARAMS: Final = {"temperature": _gen_ai.GEN_AI_REQUEST_TEMPERATURE,
+                                "max_tokens": _gen_ai.GEN_AI_REQUEST_MAX_TOKENS,
+                                "top_p": _gen_ai.GEN_AI_REQUEST_TOP_P, "seed": _gen_ai.GEN_AI_REQUEST_SEED}
+_OP: Final = _gen_ai.GenAiOperationNameValues
+OP_CHAT: Final = _OP.CHAT.value
+OP_EXECUTE_TOOL: Final = _OP.EXECUTE_TOOL.value
+OP_INVOKE_AGENT: Final = _OP.INVOKE_AGENT.value
+OP_EMBEDDINGS: Final = _OP.EMBEDDINGS.value
 #: Operation names that are a model call.
-LLM_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content", "completion"})
+LLM_OPERATIONS: Final = frozenset({_OP.CHAT.value, _OP.TEXT_COMPLETION.value, _OP.GENERATE_CONTENT.value,
+                                   "completion"})
+#: Operation names that are an agent (or a workflow of agents).
+AGENT_OPERATIONS: Final = frozenset({_OP.INVOKE_AGENT.value, _OP.CREATE_AGENT.value,
+                                     _OP.INVOKE_WORKFLOW.value})
+
+# --- general OpenTelemetry ------------------------------------------------------------------
+ERROR_TYPE: Final = _error.ERROR_TYPE
+EXCEPTION_EVENT: Final = "exception"  # the span event name the SDK's record_exception writes
+EXCEPTION_TYPE: Final = _exception.EXCEPTION_TYPE
+EXCEPTION_MESSAGE: Final = _exception.EXCEPTION_MESSAGE
+EXCEPTION_STACKTRACE: Final = _exception.EXCEPTION_STACKTRACE
+HTTP_METHODS: Final = (_http.HTTP_REQUEST_METHOD, _old_http.HTTP_METHOD)  # today's, and the old name
+SERVICE_NAME: Final = "service.name"
 
 # --- OpenInference --------------------------------------------------------------------------
-OI_KIND: Final = "openinference.span.kind"
-OI_MODEL: Final = "llm.model_name"
-OI_REQUEST_MODEL: Final = "llm.request.model_name"
-OI_RESPONSE_MODEL: Final = "llm.response.model_name"
-OI_PROVIDER: Final = "llm.provider"
-OI_SYSTEM: Final = "llm.system"
-OI_PROMPT_TOKENS: Final = "llm.token_count.prompt"
-OI_COMPLETION_TOKENS: Final = "llm.token_count.completion"
-OI_TOTAL_TOKENS: Final = "llm.token_count.total"
-OI_CACHE_READ: Final = "llm.token_count.prompt_details.cache_read"
-OI_CACHE_WRITE: Final = "llm.token_count.prompt_details.cache_write"
-OI_COST_TOTAL: Final = "llm.cost.total"
-OI_FINISH_REASON: Final = "llm.finish_reason"
-OI_INVOCATION_PARAMETERS: Final = "llm.invocation_parameters"
-OI_INPUT_MESSAGES: Final = "llm.input_messages"
-OI_OUTPUT_MESSAGES: Final = "llm.output_messages"
-OI_INPUT_VALUE: Final = "input.value"
-OI_OUTPUT_VALUE: Final = "output.value"
-OI_TOOL_NAME: Final = "tool.name"
-OI_TOOL_PARAMETERS: Final = "tool.parameters"
-OI_TOOL_CALL_ID: Final = "tool_call.id"
-#: OpenInference span kinds → agentlog span kinds.
-OI_KINDS: Final = {"LLM": "llm", "TOOL": "tool", "AGENT": "agent", "CHAIN": "chain",
-                   "RETRIEVER": "retriever", "RERANKER": "reranker", "EMBEDDING": "embedding",
-                   "GUARDRAIL": "guardrail", "EVALUATOR": "evaluator", "PROMPT": "prompt"}
+OI_KIND: Final = SpanAttributes.OPENINFERENCE_SPAN_KIND
+OI_MODEL: Final = SpanAttributes.LLM_MODEL_NAME
+OI_REQUEST_MODEL: Final = SpanAttributes.LLM_REQUEST_MODEL_NAME
+OI_RESPONSE_MODEL: Final = SpanAttributes.LLM_RESPONSE_MODEL_NAME
+OI_PROVIDER: Final = SpanAttributes.LLM_PROVIDER
+OI_SYSTEM: Final = SpanAttributes.LLM_SYSTEM
+OI_PROMPT_TOKENS: Final = SpanAttributes.LLM_TOKEN_COUNT_PROMPT
+OI_COMPLETION_TOKENS: Final = SpanAttributes.LLM_TOKEN_COUNT_COMPLETION
+OI_TOTAL_TOKENS: Final = SpanAttributes.LLM_TOKEN_COUNT_TOTAL
+OI_CACHE_READ: Final = SpanAttributes.LLM_TOKEN_COUNT_PROMPT_DETAILS_CACHE_READ
+OI_CACHE_WRITE: Final = SpanAttributes.LLM_TOKEN_COUNT_PROMPT_DETAILS_CACHE_WRITE
+OI_REASONING_TOKENS: Final = SpanAttributes.LLM_TOKEN_COUNT_COMPLETION_DETAILS_REASONING
+OI_COST_TOTAL: Final = SpanAttributes.LLM_COST_TOTAL
+OI_FINISH_REASON: Final = SpanAttributes.LLM_FINISH_REASON
+OI_INVOCATION_PARAMETERS: Final = SpanAttributes.LLM_INVOCATION_PARAMETERS
+OI_INPUT_MESSAGES: Final = SpanAttributes.LLM_INPUT_MESSAGES
+OI_OUTPUT_MESSAGES: Final = SpanAttributes.LLM_OUTPUT_MESSAGES
+OI_INPUT_VALUE: Final = SpanAttributes.INPUT_VALUE
+OI_OUTPUT_VALUE: Final = SpanAttributes.OUTPUT_VALUE
+OI_TOOL_NAME: Final = SpanAttributes.TOOL_NAME
+OI_TOOL_PARAMETERS: Final = SpanAttributes.TOOL_PARAMETERS
+OI_TOOL_CALL_ID: Final = ToolCallAttributes.TOOL_CALL_ID
+# The parts of one flattened OpenInference message (``llm.input_messages.<i>.<part>``).
+OI_MESSAGE_ROLE: Final = MessageAttributes.MESSAGE_ROLE
+OI_MESSAGE_CONTENT: Final = MessageAttributes.MESSAGE_CONTENT
+OI_MESSAGE_CONTENTS: Final = MessageAttributes.MESSAGE_CONTENTS
+OI_MESSAGE_NAME: Final = MessageAttributes.MESSAGE_NAME
+OI_MESSAGE_TOOL_CALLS: Final = MessageAttributes.MESSAGE_TOOL_CALLS
+OI_MESSAGE_TOOL_CALL_ID: Final = MessageAttributes.MESSAGE_TOOL_CALL_ID
+OI_CONTENT_TEXT: Final = MessageContentAttributes.MESSAGE_CONTENT_TEXT
+OI_CALL_ID: Final = ToolCallAttributes.TOOL_CALL_ID
+OI_CALL_NAME: Final = ToolCallAttributes.TOOL_CALL_FUNCTION_NAME
+OI_CALL_ARGUMENTS: Final = ToolCallAttributes.TOOL_CALL_FUNCTION_ARGUMENTS_JSON
+OI_LLM: Final = OpenInferenceSpanKindValues.LLM.value
+#: OpenInference span kinds → agentlog span kinds (UNKNOWN stays unmapped: a ``chain``).
+OI_KINDS: Final = {v.value: v.value.lower() for v in OpenInferenceSpanKindValues
+                   if v is not OpenInferenceSpanKindValues.UNKNOWN}
 
 # --- agentlog -------------------------------------------------------------------------------
 AL_SPAN_ID: Final = "agentlog.span.id"
 AL_SPAN_NAME: Final = "agentlog.span.name"
 AL_SPAN_KIND: Final = "agentlog.span.kind"
 AL_SPAN_ATTRIBUTES: Final = "agentlog.span.attributes"
+AL_SPAN_OPEN: Final = "agentlog.span.open"
 AL_ROOT: Final = "agentlog.run.root"
 AL_RUN_ID: Final = "agentlog.run.id"
 AL_RUN_NAME: Final = "agentlog.run.name"
@@ -87,3 +137,5 @@ AL_ACTOR: Final = "agentlog.actor"
 AL_CAUSED_BY: Final = "agentlog.caused_by"
 AL_PAYLOAD: Final = "agentlog.payload"
 AL_TOOL_ERROR: Final = "agentlog.tool.error"
+#: The usage columns of an exported event, as ``agentlog.<column>`` span-event attributes.
+AL_COLUMN_PREFIX: Final = "agentlog."

@@ -19,6 +19,7 @@ import pyarrow as pa
 from ..chain import GENESIS
 from ..errors import EventNotFoundError, EventSchemaError
 from ..events import STATE_PATCH, BlobRef, Event, lift, registry
+from ..events.origin import SOURCE_TAG
 from .lock import writer_is_live
 from .meta import read_meta
 from .segments import empty_table
@@ -70,6 +71,28 @@ class Run:
     def status(self) -> str:
         """``open`` while written (or after a crash), else how it was closed."""
         return str(self.meta.get("status", "open"))
+
+    @property
+    def replayable(self) -> bool:
+        """True when the run holds a program's recorded answers, so that ``al.replay`` and
+        ``al.fork`` can serve them; :attr:`replayable_reason` says why not."""
+        return self.replayable_reason is None
+
+    @property
+    def replayable_reason(self) -> str | None:
+        """Why the run cannot be replayed or forked (``None`` when it can).
+
+        A run imported from another system (an OTLP trace, a drangue or ActiveGraph run: its
+        ``source`` tag names the system) holds what that system saw, not the answers a program
+        got through agentlog's recorder, so there is nothing to serve a program from.
+        """
+        tags = self.meta.get("tags")
+        source = tags.get(SOURCE_TAG) if isinstance(tags, Mapping) else None
+        if isinstance(source, str) and source:
+            return (f"it was imported from {source} and holds what {source} recorded, not the answers "
+                    "of a program recorded by agentlog (al.record, al.recording, al.run_agent); "
+                    "open it to look, diff and compare it instead")
+        return None
 
     @property
     def fork_seq(self) -> int | None:

@@ -223,6 +223,8 @@ def _plan_approval(run: Run, seq: int, value: Any, program: Any) -> ForkPlan:
 
 def applicability(run: Run, seq: int, kind: str, program: Any = None) -> str | None:
     """Why an edit of ``kind`` does not apply at the event ``seq`` (``None``: it applies)."""
+    if run.replayable_reason is not None:  # an import: the panel shows why Fork is disabled
+        return f"this run cannot be forked: {run.replayable_reason}"
     if kind not in KINDS:
         return f"unknown edit kind {kind!r}; the kinds are {', '.join(KINDS)}"
     if not 0 <= seq < len(run):

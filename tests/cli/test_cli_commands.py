@@ -311,9 +311,13 @@ def test_import_drangue_and_activegraph(cli: Cli, tmp_path: Path) -> None:
         pool.submit(drangue_sre, db, "sre-2").result()
         sink, _ = pool.submit(activegraph_sink_run, tmp_path).result()
     store = tmp_path / "imported"
-    both = cli("--store", store, "import", db, "--format", "drangue")
-    assert both.returncode == 2
-    assert "sre-1" in _one_line_error(both.stderr)
+    both = cli("--store", store, "import", db, "--format", "drangue", "--json")
+    assert both.returncode == 0, both.stderr
+    assert [(r["events"], r["verified"]) for r in json.loads(both.stdout)] == [(10, True), (10, True)]
+    again = cli("--store", store, "import", db, "--format", "drangue", "--json")
+    assert json.loads(again.stdout) == json.loads(both.stdout)  # the same runs, nothing added
+    two = cli("--store", store, "import", db, "--format", "drangue", "--run-id", "d2")
+    assert two.returncode == 2 and "a new run id names one run, and the file has 2" in _one_line_error(two.stderr)
     out = cli("--store", store, "import", db, "--format", "drangue", "--run", "sre-2", "--run-id", "d2", "--json")
     assert out.returncode == 0, out.stderr
     (info,) = json.loads(out.stdout)

@@ -12,6 +12,7 @@ from _interop_fixtures import *  # the fixtures: store, other, run, forked
 from _interop_sources import drangue_sre
 
 import agentlog as al
+from agentlog.events import Origin, origin_of
 from agentlog.interop import InteropFormatError, drangue_runs, import_drangue
 
 
@@ -23,9 +24,9 @@ def sre(tmp_path: Path) -> tuple[Path, list[Any]]:
 
 def test_every_event_is_kept_in_order(sre: tuple[Path, list[Any]], store: Any) -> None:
     db, source = sre
-    run = import_drangue(db, store)
+    [run] = import_drangue(db, store)
     assert len(run) == len(source) == 10
-    assert [e.payload["source_type"] for e in run.iter_events()] == [e.type for e in source]
+    assert [origin_of(e).type for e in run.iter_events()] == [e.type for e in source]
     assert [e.type for e in run.iter_events()] == [
         "run.started", "llm.response", "tool.result", "llm.response", "approval.requested",
         "approval.granted", "drangue.step_started", "tool.result", "llm.response", "run.finished"]
@@ -35,7 +36,7 @@ def test_every_event_is_kept_in_order(sre: tuple[Path, list[Any]], store: Any) -
 
 def test_usage_costs_and_times(sre: tuple[Path, list[Any]], store: Any) -> None:
     db, source = sre
-    run = import_drangue(db, store)
+    [run] = import_drangue(db, store)
     decisions = [e for e in run.iter_events() if e.type == "llm.response"]
     # drangue counts cache reads apart from input_tokens (Anthropic's way): 120 + 40
     assert [(e.input_tokens, e.cached_tokens, e.output_tokens) for e in decisions] == \
@@ -49,7 +50,7 @@ def test_usage_costs_and_times(sre: tuple[Path, list[Any]], store: Any) -> None:
 
 def test_state_folds_with_the_approval_decided(sre: tuple[Path, list[Any]], store: Any) -> None:
     db, _ = sre
-    run = import_drangue(db, store)
+    [run] = import_drangue(db, store)
     state = run.state_at(len(run) - 1)
     assert state["status"] == "finished"
     assert dict(state["approvals"]["pending"]) == {}
@@ -63,39 +64,61 @@ def test_state_folds_with_the_approval_decided(sre: tuple[Path, list[Any]], stor
 
 def test_causes_follow_the_call_ids(sre: tuple[Path, list[Any]], store: Any) -> None:
     db, _ = sre
-    run = import_drangue(db, store)
+    [run] = import_drangue(db, store)
     causes = {e.seq: e.caused_by for e in run.iter_events()}
     assert causes == {0: None, 1: None, 2: 1, 3: None, 4: 3, 5: 4, 6: 3, 7: 3, 8: None, 9: None}
     result = run.event(7)
-    assert result.payload["result"] == "restarted checkout" and result.payload["content"] == "restarted checkout"
+    assert result.payload["result"] == "restarted checkout"
+    assert origin_of(result).payload["content"] == "restarted checkout"
     assert result.payload["key"] == al.keys.tool_key("restart", {"service": "checkout"})
 
 
 def test_the_original_payload_is_kept(sre: tuple[Path, list[Any]], store: Any) -> None:
     db, source = sre
-    run = import_drangue(db, store)
+    [run] = import_drangue(db, store)
     for original, event in zip(source, run.iter_events(), strict=True):
-        added = set(event.payload["origin"]["added"]) | {"origin", "source_type", "$v"}  # $v: read in today's version
-        kept = {k: v for k, v in event.payload.items() if k not in added}
-        assert kept == original.payload
-        assert event.payload["origin"]["seq"] == original.seq
+        origin = origin_of(event)
+        assert isinstance(origin, Origin) and origin.system == "drangue"
+        assert (origin.type, origin.seq, origin.payload) == (original.type, original.seq, original.payload)
 
 
-def test_several_runs_need_a_choice(tmp_path: Path, store: Any) -> None:
+def test_the_vocabulary_keys_are_agentlogs_own(sre: tuple[Path, list[Any]], store: Any) -> None:
+    db, _ = sre
+    [run] = import_drangue(db, store)
+    decision = next(e for e in run.iter_events() if e.type == "llm.response")
+    body = al.events.LLMResponse.of(decision)  # drangue's usage no longer stands in for agentlog's
+    assert (body.usage.input_tokens, body.usage.cached_tokens, body.usage.output_tokens) == (160, 40, 12)
+    assert origin_of(decision).payload["usage"] == {"input_tokens": 120, "output_tokens": 12,
+                                                    "cache_read_input_tokens": 40}
+    assert set(decision.payload) <= {*al.events.LLMResponse._names_, "$v", "origin"}
+
+
+def test_importing_again_adds_nothing(sre: tuple[Path, list[Any]], store: Any) -> None:
+    db, _ = sre
+    [first] = import_drangue(db, store)
+    [again] = import_drangue(db, store)
+    assert (again.id, again.head, len(again)) == (first.id, first.head, len(first))
+    assert store.list_runs() == [first.id] and first.meta["tags"]["source"] == "drangue"
+
+
+def test_several_runs_import_together(tmp_path: Path, store: Any) -> None:
     db = tmp_path / "runs.db"
     drangue_sre(db, "sre-1")
     drangue_sre(db, "sre-2")
     assert drangue_runs(db) == ["sre-1", "sre-2"]
-    with pytest.raises(InteropFormatError, match=r"the file has 2 drangue runs \(sre-1, sre-2\); choose one"):
-        import_drangue(db, store)
-    assert len(import_drangue(db, store, run="sre-2")) == 10
+    runs = import_drangue(db, store)
+    assert [(r.meta["tags"]["source_run"], len(r)) for r in runs] == [("sre-1", 10), ("sre-2", 10)]
+    assert [r.id for r in import_drangue(db, store, run="sre-2")] == [runs[1].id]  # already there
+    assert sorted(store.list_runs()) == sorted(r.id for r in runs)
+    with pytest.raises(InteropFormatError, match="no drangue run 'sre-3'; the file has sre-1, sre-2"):
+        import_drangue(db, store, run="sre-3")
 
 
 def test_an_unknown_model_is_imported_with_an_unknown_cost(tmp_path: Path, store: Any) -> None:
     db = tmp_path / "runs.db"
     drangue_sre(db, model="drangue-test-model-7")
     with pytest.warns(al.UnknownModelWarning, match="drangue-test-model-7"):
-        run = import_drangue(db, store)
+        [run] = import_drangue(db, store)
     decision = next(e for e in run.iter_events() if e.type == "llm.response")
     assert decision.cost_usd is None and decision.payload["cost_source"] == "unknown"
     with warnings.catch_warnings():

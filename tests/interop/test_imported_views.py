@@ -41,7 +41,7 @@ def _check_views(run: Any) -> None:
 
 
 def test_an_activegraph_run_in_every_view(quickstart: Path, store: Any) -> None:
-    run = import_activegraph(quickstart, store)
+    [run] = import_activegraph(quickstart, store)
     assert len(run.spans()) > 0 and len(run.state_at(len(run) - 1)["objects"]) > 0
     _check_views(run)
 
@@ -49,7 +49,7 @@ def test_an_activegraph_run_in_every_view(quickstart: Path, store: Any) -> None:
 def test_a_drangue_run_in_every_view(tmp_path: Path, store: Any) -> None:
     db = tmp_path / "runs.db"
     drangue_sre(db)
-    run = import_drangue(db, store)
+    [run] = import_drangue(db, store)
     _check_views(run)
 
 

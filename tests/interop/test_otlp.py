@@ -257,3 +257,29 @@ def test_an_unfinished_span_ends_where_it_starts(other: Any) -> None:
             "endTimeUnixNano": "0"}
     [run] = import_otlp({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}, other)
     assert [(e.type, e.ts) for e in run.iter_events()] == [("span.started", 5_000_000), ("span.ended", 5_000_000)]
+
+
+# --- one run per trace, whatever arrives twice or late ------------------------------------------
+
+
+def test_importing_a_trace_twice_adds_nothing(other: Any, tmp_path: Path) -> None:
+    text, _ = traced_agent("genai")
+    path = tmp_path / "console.txt"
+    path.write_text(text)
+    [first] = import_otlp(path, other)
+    [again] = import_otlp(path, other)
+    assert (again.id, again.head, len(again)) == (first.id, first.head, len(first))
+    assert other.list_runs() == [first.id] and first.id == "otlp-" + first.meta["tags"]["trace_id"]
+
+
+def test_spans_that_arrive_later_extend_the_run(other: Any) -> None:
+    _, spans = traced_agent("openinference")  # in end order: the model call, the tool, the agent
+    [early] = import_otlp(otlp_json(spans[:1]), other)
+    size, head = len(early), early.head
+    [run] = import_otlp(otlp_json(spans), other)  # all three: only two are new
+    assert run.id == early.id and len(run) > size and run.event(size - 1).hash == head
+    names = {e.span_id: e.payload["name"] for e in run.iter_events() if e.type == "span.started"}
+    llm = next(e for e in run.iter_events() if e.type == "span.started" and e.payload["kind"] == "llm")
+    assert names[llm.payload["parent"]] == "invoke_agent sre"  # named before its parent arrived
+    assert len(run.llm_calls()) == 1 and run.verify().ok
+    assert len(import_otlp(otlp_json(spans), other)[0]) == len(run)

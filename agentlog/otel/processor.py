@@ -1,0 +1,240 @@
+"""agentlog's OpenTelemetry ``SpanProcessor``: spans become span events of the recording that
+is active where they start, while the agent runs.
+
+When a span starts inside ``with al.recording(...)`` (or ``al.record``, ``al.arecord``,
+``al.run_agent``) its ``span.started`` is written at once; when it ends, the call it made
+(``llm.request`` / ``llm.response``, ``tool.call`` / ``tool.result``), its span events and its
+``span.ended`` follow. What each span becomes is the OTLP import's mapping
+(:mod:`agentlog.interop.spanmap`), with two differences that keep a recording replayable:
+the OpenTelemetry ids (random on every run) are not in the payload, and ``duration_ms`` is
+not taken from the span's clock (the events' ``ts`` say when each side happened).
+
+Which recording: the one active in the context that starts the span (contextvars, so asyncio
+tasks and copied contexts follow it), else the one the span's parent went to (a thread that
+got the OpenTelemetry context but not agentlog's). A span outside any recording is ignored.
+The span's parent in the log is its OpenTelemetry parent when that went to the same
+recording, or the recorder's own open span, whichever opened last.
+
+**One model call, one row.** An ``llm`` span whose ``llm`` child wrote the call (the OpenAI
+Agents SDK's ``response`` span around the OpenAI client's span) writes no call of its own.
+
+**The hook for joining the HTTP transport's row.** Before an ``llm`` span writes its request
+and answer, :attr:`SpanProcessor.join` (if set) is called with the recorder, the span and the
+events about to be written, and returns the events to write instead: ``[]`` when the same
+call is already in the log (the recorder's HTTP transport wrote it), or events that point at
+it. Every span written is listed in :meth:`SpanProcessor.written` (:class:`WrittenSpan`: its
+OpenTelemetry ids, agentlog span id and the seqs of its events), so a joiner can find the
+span of a call from either side.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.sdk.trace import ReadableSpan, Span
+from opentelemetry.sdk.trace import SpanProcessor as _SDKSpanProcessor
+
+from ..capture.recorder import Recorder, active_recorder
+from ..errors import DivergenceError, RunClosedError
+from ..interop.otlp_read import OtelSpan, from_sdk_span
+from ..interop.spanmap import LLM, Out, call_outs, ended, event_outs, span_kind, started
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+
+__all__ = ["CallJoin", "SpanProcessor", "WrittenSpan"]
+
+log = logging.getLogger("agentlog.otel")
+
+CallJoin = Callable[[Recorder, OtelSpan, Sequence[Out]], Sequence[Out]]
+"""``join(recorder, span, events) -> events to write``: see the module docstring."""
+
+_SEQ_ID = re.compile(r"s(\d+)")
+_CALLS = frozenset({LLM, "tool"})
+#: How many written spans :meth:`SpanProcessor.written` keeps per run (the most recent).
+WRITTEN_KEPT = 10_000
+
+
+@dataclass(slots=True)
+class WrittenSpan:
+    """A span the processor wrote into a recording."""
+
+    trace_id: str
+    """The OpenTelemetry trace id (32 hex)."""
+    otel_span_id: str
+    """The OpenTelemetry span id (16 hex)."""
+    span_id: str
+    """The agentlog span id (``s<seq of span.started>``)."""
+    kind: str
+    """The agentlog span kind (``llm``, ``tool``, ``agent``, ...)."""
+    started_seq: int
+    """The seq of its ``span.started``."""
+    call_seqs: list[int] = field(default_factory=list)
+    """The seqs of the call it wrote (request, then answer); empty for no call."""
+    ended_seq: int | None = None
+    """The seq of its ``span.ended``, once it ended."""
+
+
+@dataclass(slots=True)
+class _Live:
+    rec: Recorder
+    written: WrittenSpan
+    parent: int | None
+    """The OpenTelemetry parent's span id (an int), if any."""
+    covered: bool = False
+    """An ``llm`` span below wrote the call: this span does not write one."""
+
+
+def _seq_of(span_id: str | None) -> int:
+    m = _SEQ_ID.fullmatch(span_id or "")
+    return int(m.group(1)) if m else -1
+
+
+class SpanProcessor(_SDKSpanProcessor):
+    """Write OpenTelemetry spans into the recording active in their context, as they start
+    and end. :func:`agentlog.instrument` installs one on the global tracer provider.
+
+    Args:
+        join: the hook called before an ``llm`` span writes its call (see the module docstring).
+
+    >>> from opentelemetry.sdk.trace import TracerProvider
+    >>> import agentlog as al, tempfile
+    >>> provider, store = TracerProvider(), al.Store(tempfile.mkdtemp())
+    >>> provider.add_span_processor(al.otel.SpanProcessor())
+    >>> with al.recording(store=store, name="traced") as rec:
+    ...     with provider.get_tracer("demo").start_as_current_span("plan"):
+    ...         pass
+    >>> [e.type for e in store.run(rec.run_id).iter_events()]
+    ['run.started', 'span.started', 'span.ended', 'run.finished']
+    """
+
+    def __init__(self, *, join: CallJoin | None = None) -> None:
+        self.join = join
+        self.enabled = True
+        self._live: dict[int, _Live] = {}
+        self._written: dict[str, deque[WrittenSpan]] = {}
+        self._lock = threading.RLock()
+
+    # --- the SDK's interface ---------------------------------------------------------------------
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        """Write ``span.started`` into the recording active here (called by the SDK)."""
+        if not self.enabled:
+            return
+        try:
+            self._start(span)
+        except DivergenceError:
+            raise  # a replay that left its log: the recorder's own calls end it the same way
+        except Exception:
+            log.exception("agentlog: could not record the start of span %r", span.name)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """Write the span's call, events and ``span.ended`` (called by the SDK)."""
+        context = span.get_span_context()
+        with self._lock:
+            live = self._live.pop(context.span_id, None) if context is not None else None
+        if live is None:
+            return
+        try:
+            self._end(span, live)
+        except DivergenceError:
+            raise
+        except RunClosedError:  # the recording ended before the span did: nothing to write into
+            log.debug("agentlog: span %r ended after its recording %s closed", span.name, live.rec.run_id)
+        except Exception:
+            log.exception("agentlog: could not record the end of span %r", span.name)
+
+    def shutdown(self) -> None:
+        """Forget the spans still open."""
+        with self._lock:
+            self._live.clear()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Nothing to flush: every event is written when its span starts or ends."""
+        return True
+
+    # --- what was written ------------------------------------------------------------------------
+
+    def written(self, run_id: str) -> list[WrittenSpan]:
+        """The spans written into run ``run_id`` so far, in start order (the last
+        :data:`WRITTEN_KEPT` of them: a long-lived process does not keep every span)."""
+        with self._lock:
+            return list(self._written.get(run_id, ()))
+
+    # --- writing -----------------------------------------------------------------------------------
+
+    def _recorder(self, span: Span) -> tuple[Recorder | None, _Live | None]:
+        parent_ctx = span.parent
+        parent = self._live.get(parent_ctx.span_id) if parent_ctx is not None else None
+        rec = active_recorder()
+        if rec is None and parent is not None:
+            rec = parent.rec
+        return rec, parent if parent is not None and parent.rec is rec else None
+
+    def _start(self, span: Span) -> None:
+        context = span.get_span_context()
+        if context is None:
+            return
+        with self._lock:
+            rec, parent = self._recorder(span)
+            if rec is None:
+                return
+            own = rec.current_span
+            parent_id = own
+            if parent is not None and _seq_of(parent.written.span_id) > _seq_of(own):
+                parent_id = parent.written.span_id
+            plain = from_sdk_span(span, end=False)
+            kind = span_kind(plain.attributes)
+            span_id = f"s{rec.next_seq}"
+            event = _emit(rec, Out.of(started(plain, parent=parent_id, ids=False, kind=kind)), span_id, None)
+            written = WrittenSpan(trace_id=plain.trace_id, otel_span_id=plain.span_id, span_id=span_id,
+                                  kind=kind, started_seq=event.seq)
+            self._live[context.span_id] = _Live(rec, written, span.parent.span_id if span.parent else None)
+            self._written.setdefault(rec.run_id, deque(maxlen=WRITTEN_KEPT)).append(written)
+
+    def _end(self, span: ReadableSpan, live: _Live) -> None:
+        rec, written = live.rec, live.written
+        written.kind = span_kind(span.attributes or {})
+        # a span that made no call and recorded no event needs only its status: skip the copy
+        full = written.kind in _CALLS or bool(span.events)
+        plain = from_sdk_span(span, copy=full, ids=(written.trace_id, written.otel_span_id))
+        with self._lock:
+            covered = written.kind == LLM and live.covered
+            outs: Sequence[Out] = [] if covered else call_outs(plain, timed=False, kind=written.kind)
+            if written.kind == LLM and outs:
+                if self.join is not None:
+                    outs = self.join(rec, plain, outs)
+                self._cover(live)
+            request = None
+            for out in outs:
+                event = _emit(rec, out, written.span_id, request)
+                request = request if request is not None else event.seq
+                written.call_seqs.append(event.seq)
+            if plain.events:
+                for _, _, out in sorted(event_outs(plain), key=lambda item: item[:2]):
+                    _emit(rec, out, written.span_id, None)
+            last = ended(plain)
+            if last is not None:
+                written.ended_seq = _emit(rec, Out.of(last), written.span_id, written.started_seq).seq
+
+    def _cover(self, live: _Live) -> None:
+        """Mark every open ancestor of a span that wrote a model call: it is the same call."""
+        node = live.parent
+        seen: set[int] = set()
+        while node is not None and node not in seen:
+            seen.add(node)
+            above = self._live.get(node)
+            if above is None:
+                return
+            above.covered = True
+            node = above.parent
+
+
+def _emit(rec: Recorder, out: Out, span_id: str, caused_by: int | None) -> Any:
+    return rec.emit(out.type, out.payload, span_id=span_id, caused_by=caused_by, **dict(out.columns))

@@ -1,0 +1,151 @@
+"""Benchmark capture: spans per second through agentlog's live OpenTelemetry span processor.
+
+    python bench/capture.py [--quick]
+
+Timed call: ``with tracer.start_as_current_span(...)`` (what an instrumentor does for every
+span) on an OpenTelemetry SDK ``TracerProvider``, inside ``with al.recording(...)``, with
+agentlog's :class:`~agentlog.otel.SpanProcessor` on the provider, so every span writes its
+``span.started`` when it starts and its call and ``span.ended`` when it ends, into the run on
+disk. Baseline, in the same process: the same spans on a provider with no processor (what
+the SDK itself costs). Two span shapes: a plain span (2 events) and a model-call span with
+the GenAI attributes an instrumentor sets (4 events: ``span.started``, ``llm.request``,
+``llm.response`` priced from genai-prices, ``span.ended``).
+
+Rows: the recording as ``al.recording`` makes it (``durability="fsync"``: every event is on
+disk before the span goes on); the same writer with ``durability="none"`` (the operating
+system left to write); and a recorder whose sink keeps nothing (``nothing``: the processor's
+own cost, mapping the span to its events, without the store's append). Medians of the trials; a
+fresh process. Another helper adds the recording-overhead figures to this file: each part is
+a function returning its figures, and ``main`` prints them as one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import logger
+
+log = logger("capture")
+
+LLM_ATTRIBUTES = {"gen_ai.operation.name": "chat", "gen_ai.system": "openai",
+                  "gen_ai.request.model": "gpt-4o-mini", "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
+                  "gen_ai.usage.input_tokens": 42, "gen_ai.usage.output_tokens": 4,
+                  "gen_ai.request.temperature": 0.0, "gen_ai.response.finish_reasons": ("stop",)}
+
+
+def _spans(tracer: Any, count: int, llm: bool) -> None:
+    attributes = LLM_ATTRIBUTES if llm else None
+    for _ in range(count):
+        with tracer.start_as_current_span("chat gpt-4o-mini" if llm else "step", attributes=attributes):
+            pass
+
+
+def _rate(trials: int, count: int, run: Callable[[], None]) -> tuple[float, float]:
+    """Median spans per second over ``trials`` runs of ``count`` spans: by the wall clock, and
+    by this process's CPU time (which other work on a shared machine disturbs less)."""
+    walls, cpus = [], []
+    for _ in range(trials):
+        t0, c0 = time.perf_counter(), time.process_time()
+        run()
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    return count / statistics.median(walls), count / max(statistics.median(cpus), 1e-9)
+
+
+class _CountingSink:
+    """A sink that keeps nothing: what the processor costs without the store's append."""
+
+    observer = None
+    run_id = "bench"
+
+    def __init__(self) -> None:
+        self.next_seq = 0
+
+    def emit(self, type: str, payload: Any, **fields: Any) -> Any:
+        from agentlog.events import Event
+
+        self.next_seq += 1
+        return Event(seq=self.next_seq - 1, type=type, payload=payload)
+
+
+@contextmanager
+def _recording(store: Any, durability: str) -> Iterator[None]:
+    """``al.recording`` (fsync), the same recorder on a writer of another durability, or on
+    a sink that keeps nothing (``"nothing"``)."""
+    import agentlog as al
+    from agentlog.capture.recorder import Recorder, activate
+    from agentlog.capture.sinks import WriterSink
+
+    if durability == "nothing":
+        with activate(Recorder(_CountingSink())):  # type: ignore[arg-type]
+            yield
+        return
+    if durability == "fsync":
+        with al.recording(store=store, name="bench"):
+            yield
+        return
+    writer = store.create_run(name="bench", durability=durability)
+    with activate(Recorder(WriterSink(writer))):
+        yield
+    writer.close("finished")
+
+
+def otel_spans(*, quick: bool = False) -> dict[str, Any]:
+    """Spans per second through the live span processor, against the bare SDK (see the module
+    docstring); the figures as a dict."""
+    from opentelemetry.sdk.trace import TracerProvider
+
+    import agentlog as al
+
+    trials = 3 if quick else 5
+    bare = TracerProvider().get_tracer("bench")
+    provider = TracerProvider()
+    provider.add_span_processor(al.otel.SpanProcessor())
+    traced = provider.get_tracer("bench")
+    out: dict[str, Any] = {"trials": trials}
+    with tempfile.TemporaryDirectory() as tmp:
+        store = al.Store(tmp)
+        for llm in (False, True):
+            shape = "llm" if llm else "plain"
+            count = 300 if quick else 2000
+            base, base_cpu = _rate(trials, count, lambda llm=llm, count=count: _spans(bare, count, llm))
+            row: dict[str, Any] = {"bare_sdk_spans_per_s": round(base), "bare_sdk_cpu_spans_per_s": round(base_cpu)}
+            for durability in ("nothing", "none", "fsync"):
+                n = count if durability != "fsync" else count // 4
+
+                def run(durability: str = durability, n: int = n, llm: bool = llm) -> None:
+                    with _recording(store, durability):
+                        _spans(traced, n, llm)
+
+                rate, cpu = _rate(trials, n, run)
+                row[f"{durability}_spans_per_s"] = round(rate)
+                row[f"{durability}_cpu_spans_per_s"] = round(cpu)
+                row[f"{durability}_cpu_us_per_span_over_bare"] = round(1e6 / cpu - 1e6 / base_cpu, 1)
+                log(f"{shape} spans, durability {durability}: {rate:,.0f}/s wall, {cpu:,.0f}/s CPU "
+                    f"(bare SDK {base:,.0f}/s wall, {base_cpu:,.0f}/s CPU)")
+            out[shape] = row
+    out["target_spans_per_s>=20000"] = out["plain"]["none_spans_per_s"] >= 20000
+    out["load_average_1min"] = round(os.getloadavg()[0], 2)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer spans and trials")
+    args = parser.parse_args()
+    print(json.dumps({"bench": "capture", "quick": args.quick, "otel_spans": otel_spans(quick=args.quick)}))
+
+
+if __name__ == "__main__":
+    main()

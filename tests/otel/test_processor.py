@@ -1,0 +1,212 @@
+"""The live span processor: spans of the real OpenAI SDK and Agents SDK, traced by their real
+OpenInference instrumentors, land in the recording active in their context while it runs."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from _endpoint import MODEL, USAGE, async_openai_client, openai_client
+
+import agentlog as al
+from agentlog.events import LLMResponse, SpanStarted
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "interop"))
+from _interop_sources import otlp_json
+
+QUESTION = [{"role": "user", "content": "cpu=0.9, what now?"}]
+
+
+def _expected_cost(model: str) -> float:
+    """genai-prices' own price of the endpoint's usage (the oracle)."""
+    from genai_prices import Usage, calc_price
+
+    usage = Usage(input_tokens=USAGE["prompt_tokens"], output_tokens=USAGE["completion_tokens"],
+                  cache_read_tokens=USAGE["prompt_tokens_details"]["cached_tokens"])
+    return float(calc_price(usage, model_ref=model, provider_id="openai").total_price)
+
+
+def _spans(run: Any) -> list[tuple[str, str, str | None]]:
+    """(name, kind, parent name) of each span, in start order."""
+    names: dict[str, str] = {}
+    out = []
+    for e in run.iter_events():
+        if e.type == "span.started":
+            body = SpanStarted.of(e)
+            names[e.span_id] = body.name
+            out.append((body.name, body.kind, names.get(body.parent) if body.parent else None))
+    return out
+
+
+def test_spans_are_written_while_the_recording_runs(instrumented: Any, store: Any) -> None:
+    client = openai_client()
+    with al.recording(store=store, name="live") as rec, rec.span("triage", kind="agent"):
+        client.chat.completions.create(model=MODEL, messages=QUESTION, temperature=0)
+        during = store.run(rec.run_id)  # the run on disk, before the recording ends
+        seen = [e.type for e in during.iter_events()]
+    assert seen == ["run.started", "span.started", "span.started", "llm.request", "llm.response", "span.ended"]
+    run = store.run(rec.run_id)
+    assert run.verify().ok
+    assert _spans(run) == [("triage", "agent", None), ("ChatCompletion", "llm", "triage")]
+    [call] = [e for e in run.iter_events() if e.type == "llm.response"]
+    body = LLMResponse.of(call)
+    assert (call.model, call.input_tokens, call.output_tokens, call.cached_tokens) == (f"{MODEL}-2024-07-18", 42, 4, 10)
+    assert body.cost_source == "computed" and call.cost_usd == _expected_cost(f"{MODEL}-2024-07-18")
+    assert body.message == {"role": "assistant", "content": "restart the api"}
+    request = run.event(call.caused_by)
+    assert request.type == "llm.request" and request.payload["messages"] == QUESTION
+    assert request.payload["params"]["temperature"] == 0
+    started = next(e for e in run.iter_events() if e.type == "span.started" and e.span_id == call.span_id)
+    assert "trace_id" not in SpanStarted.of(started).otel  # random ids would break a replay
+    assert SpanStarted.of(started).attributes["openinference.span.kind"] == "LLM"
+
+
+def test_a_span_outside_any_recording_is_not_written(instrumented: Any, store: Any) -> None:
+    openai_client().chat.completions.create(model=MODEL, messages=QUESTION)
+    assert store.list_runs() == []
+    with al.recording(store=store, name="after") as rec:
+        pass
+    assert [e.type for e in store.run(rec.run_id).iter_events()] == ["run.started", "run.finished"]
+
+
+def test_concurrent_recordings_each_get_their_own_spans(instrumented: Any, store: Any) -> None:
+    client = async_openai_client()
+
+    async def one(name: str) -> str:
+        with al.recording(store=store, name=name) as rec:
+            for _ in range(2):
+                await client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": name}])
+                await asyncio.sleep(0)
+        return rec.run_id
+
+    async def both() -> list[str]:
+        return list(await asyncio.gather(one("a"), one("b")))
+
+    for run_id, name in zip(asyncio.run(both()), "ab", strict=True):
+        run = store.run(run_id)
+        requests = [e.payload["messages"] for e in run.iter_events() if e.type == "llm.request"]
+        assert requests == [[{"role": "user", "content": name}]] * 2
+        assert len(run.llm_calls()) == 2 and run.verify().ok
+
+
+def test_two_instrumentors_on_one_call_count_once(instrumented: Any, store: Any, tmp_path: Any,
+                                                 fresh_loop: None) -> None:
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()  # the same spans, for the import below
+    instrumented.provider.add_span_processor(SimpleSpanProcessor(memory))
+
+    @function_tool
+    def restart(service: str) -> str:
+        """Restart a service."""
+        return f"restarted {service}"
+
+    agent = Agent(name="sre", instructions="You are an SRE.", tools=[restart],
+                  model=OpenAIChatCompletionsModel(model=MODEL, openai_client=async_openai_client()))
+    with al.recording(store=store, name="agents") as rec:
+        result = Runner.run_sync(agent, "cpu=0.9, what now?")
+    assert result.final_output == "restart the api"
+    run = store.run(rec.run_id)
+    llm_spans = [w for w in instrumented.processor.written(run.id) if w.kind == "llm"]
+    assert len(llm_spans) == 4  # the Agents SDK's generation span around each OpenAI client span
+    assert [len(w.call_seqs) for w in llm_spans] == [0, 2, 0, 2]  # the inner one writes the call
+    calls = run.llm_calls()
+    assert len(calls) == 2 and [e.type for e in run.iter_events()].count("llm.response") == 2
+    assert calls["cost_usd"].sum() == 2 * _expected_cost(f"{MODEL}-2024-07-18")
+    spans = _spans(run)
+    assert ("sre", "agent") in [(n, k) for n, k, _ in spans]
+    assert ("restart", "tool", "turn") in spans
+    [result_event] = [e for e in run.iter_events() if e.type == "tool.result"]
+    assert result_event.payload["result"] == "restarted api"
+    call = run.event(result_event.caused_by)
+    assert call.type == "tool.call" and call.payload["args"] == {"service": "api"}
+    # the import of the same spans counts each call once too
+    spans = list(memory.get_finished_spans())
+    memory.shutdown()
+    [imported] = al.interop.import_otlp(otlp_json(spans), al.Store(tmp_path / "imported"))
+    assert [e.type for e in imported.iter_events()].count("llm.response") == 2
+    assert imported.llm_calls()["cost_usd"].sum() == calls["cost_usd"].sum()
+    assert len([e for e in imported.iter_events() if e.type == "span.started"]) == len(spans)
+
+
+def test_the_join_hook_sees_each_model_call_once(instrumented: Any, store: Any) -> None:
+    seen: list[tuple[str, list[str]]] = []
+
+    def join(rec: Any, span: Any, outs: Any) -> list[Any]:
+        seen.append((rec.run_id, [o.type for o in outs]))
+        return []  # as if the HTTP transport had written this call already
+
+    instrumented.processor.join = join
+    try:
+        with al.recording(store=store, name="joined") as rec:
+            openai_client().chat.completions.create(model=MODEL, messages=QUESTION)
+    finally:
+        instrumented.processor.join = None
+    assert seen == [(rec.run_id, ["llm.request", "llm.response"])]
+    types = [e.type for e in store.run(rec.run_id).iter_events()]
+    assert "llm.response" not in types and types.count("span.started") == 1
+    [written] = instrumented.processor.written(rec.run_id)
+    assert written.kind == "llm" and written.call_seqs == [] and written.ended_seq == len(types) - 2
+
+
+def test_a_recording_with_live_spans_replays_strictly(instrumented: Any, store: Any) -> None:
+    import httpx
+    import openai
+    from _endpoint import chat
+
+    def program(rec: Any) -> str:
+        client = openai.OpenAI(api_key="test", base_url="http://llm.test/v1",
+                               http_client=al.http.client(rec, transport=httpx.MockTransport(chat)))
+        with rec.span("triage", kind="agent"):
+            answer = client.chat.completions.create(model=MODEL, messages=QUESTION, temperature=0)
+        return str(answer.choices[0].message.content)
+
+    run = al.record(program, store=store, name="replayable")
+    assert [e.type for e in run.iter_events()].count("llm.response") == 1
+    result = al.replay(program, run)
+    assert result.ok, str(result.divergence)
+    assert result.result == "restart the api"
+
+
+def test_instrument_turns_on_the_openinference_instrumentors_only() -> None:
+    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor as GenAIOpenAIInstrumentor
+
+    handle = al.instrument()
+    try:
+        assert set(handle.instrumented) == {"openai", "openai_agents"}  # this environment's
+        assert not GenAIOpenAIInstrumentor().is_instrumented_by_opentelemetry  # opentelemetry group: by name
+    finally:
+        handle.uninstrument()
+
+
+def test_uninstrument_stops_writing(store: Any) -> None:
+    handle = al.instrument(instrumentors=["openinference-instrumentation-openai"])
+    assert handle.instrumented == ["openai"] and handle.processor.enabled
+    again = al.instrument(instrumentors=["openinference-instrumentation-openai"])
+    assert again.processor is handle.processor and again.already == ["openai"]
+    handle.uninstrument()
+    with al.recording(store=store, name="plain") as rec:
+        openai_client().chat.completions.create(model=MODEL, messages=QUESTION)
+    assert [e.type for e in store.run(rec.run_id).iter_events()] == ["run.started", "run.finished"]
+
+
+def test_an_unknown_instrumentor_lists_the_installed_ones() -> None:
+    import pytest
+
+    with pytest.raises(KeyError, match="no instrumentor 'nope' is installed; installed: .*openai"):
+        al.instrument(instrumentors=["nope"])
+
+
+def test_a_span_that_outlives_its_recording_loses_only_its_end(instrumented: Any, store: Any,
+                                                               caplog: Any) -> None:
+    tracer = instrumented.provider.get_tracer("test")
+    with al.recording(store=store, name="short") as rec:
+        span = tracer.start_span("background job")
+    span.end()  # after the run was closed: nothing to write into, and no error for the program
+    types = [e.type for e in store.run(rec.run_id).iter_events()]
+    assert types == ["run.started", "span.started", "run.finished"]
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "WARNING")]
