@@ -106,12 +106,26 @@ def chain_hash(prev: str, body: str) -> str:
     return hashlib.sha256(f"{prev}\n{body}".encode()).hexdigest()
 
 
+def _gap(first: int, found: int) -> Problem:
+    """Seqs ``first..found-1`` are missing: reported at the first missing seq, with the range.
+
+    >>> _gap(20000, 40000).message
+    'seqs 20000–39999 are missing (20,000 events): found seq 40000 after seq 19999'
+    """
+    count = found - first
+    what = f"seq {first} is missing" if count == 1 else f"seqs {first}–{found - 1} are missing"
+    before = f"after seq {first - 1}" if first > 0 else "first"
+    return Problem(kind=ProblemKind.SEQ_GAP, seq=first,
+                   message=f"{what} ({count:,} event{'s' if count != 1 else ''}): found seq {found} {before}")
+
+
 def check_chain(rows: Iterable[tuple[int, str, str]], *, prev: str = GENESIS,
                 start: int = 0, limit: int = 100) -> tuple[list[Problem], str, int]:
     """Check ``(seq, body, stored_hash)`` rows against the chain.
 
     After a mismatch the check goes on from the stored hash, so a single altered event is
-    reported once, at its own seq, and later independent damage is still found.
+    reported once, at its own seq, and later independent damage is still found. A gap is
+    reported at its first missing seq and names the missing range.
 
     Args:
         rows: the events in stored order.
@@ -126,13 +140,17 @@ def check_chain(rows: Iterable[tuple[int, str, str]], *, prev: str = GENESIS,
     expected, count, head = start, 0, prev
     for seq, body, stored in rows:
         count += 1
-        if seq != expected:
-            kind = ProblemKind.SEQ_DUPLICATE if seq < expected else ProblemKind.SEQ_GAP
-            problems.append(Problem(kind=kind, seq=seq, message=f"expected seq {expected}, found {seq}"))
+        if seq > expected:
+            problems.append(_gap(expected, seq))
+        elif seq < expected:
+            problems.append(Problem(kind=ProblemKind.SEQ_DUPLICATE, seq=seq,
+                                    message=f"expected seq {expected}, found {seq} again"))
         actual = chain_hash(head, body)
         if actual != stored:
+            after_gap = " (it cannot follow the event before the gap)" if seq > expected else ""
             problems.append(Problem(kind=ProblemKind.CHAIN_BROKEN, seq=seq,
-                                    message=f"stored hash {stored[:12]}… but the event hashes to {actual[:12]}…"))
+                                    message=f"stored hash {stored[:12]}… but the event hashes to "
+                                            f"{actual[:12]}…{after_gap}"))
         head, expected = stored, max(expected, seq) + 1
         if len(problems) >= limit:
             break

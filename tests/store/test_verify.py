@@ -73,9 +73,19 @@ def test_deleted_event(store: Store) -> None:
     make_run(store, 12, segment_events=6)
     rewrite_segment(seg(store, "run-a", 0), lambda rows: rows[:3] + rows[4:])
     report = store.run("run-a").verify()
-    assert (ProblemKind.SEQ_GAP, 4) in kinds(report) and (ProblemKind.CHAIN_BROKEN, 4) in kinds(report)
-    assert report.first_bad_seq == 4
+    assert (ProblemKind.SEQ_GAP, 3) in kinds(report) and (ProblemKind.CHAIN_BROKEN, 4) in kinds(report)
+    assert report.first_bad_seq == 3
     assert report.events == 11  # rows read, not the seq after the last one
+
+
+def test_deleted_middle_segment_names_the_missing_range(store: Store) -> None:
+    make_run(store, 18, segment_events=6)
+    seg(store, "run-a", 6).unlink()
+    report = store.run("run-a").verify()
+    assert report.first_bad_seq == 6
+    gap = report.problems[0]
+    assert (gap.kind, gap.seq) == (ProblemKind.SEQ_GAP, 6)
+    assert gap.message == "seqs 6–11 are missing (6 events): found seq 12 after seq 5"
 
 
 def test_deleted_last_event_is_a_head_mismatch(store: Store) -> None:
@@ -95,7 +105,7 @@ def test_swapped_events(store: Store) -> None:
     rewrite_segment(seg(store, "run-a", 0), swap)
     report = store.run("run-a").verify()
     assert report.first_bad_seq == 2
-    assert {(ProblemKind.SEQ_GAP, 3), (ProblemKind.SEQ_DUPLICATE, 2),
+    assert {(ProblemKind.SEQ_GAP, 2), (ProblemKind.SEQ_DUPLICATE, 2),
             (ProblemKind.CHAIN_BROKEN, 2), (ProblemKind.CHAIN_BROKEN, 3)} <= set(kinds(report))
 
 
