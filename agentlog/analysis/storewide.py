@@ -112,17 +112,22 @@ class StoreSnapshot:
 
 def scan(store: Store) -> StoreSnapshot:
     """List the store's runs, segment files and WAL tails (see the module docstring)."""
-    from ..errors import StoreError
+    from ..chain import GENESIS
+    from ..errors import RunDamagedError, StoreError
     from ..store.meta import read_meta, run_dir_name
     from ..store.segments import parse_segment_name
+    from ..store.snapshot import SegmentCache, load_snapshot
 
     snap = StoreSnapshot()
     for run_id in store.list_runs():
         run_dir = store.runs_path / run_dir_name(run_id)
+        readable = True
         try:
             meta = read_meta(run_dir)
-        except (StoreError, FileNotFoundError):
-            meta = {"status": "unreadable"}
+        except StoreError as exc:
+            # listed, never skipped: `agentlog verify` says what is wrong, `agentlog repair` mends it
+            readable = False
+            meta = {"status": "damaged" if isinstance(exc, RunDamagedError) else "unreadable"}
         parent = meta.get("parent") or {}
         snap.metas.append({
             "run_id": run_id, "name": meta.get("name"), "status": str(meta.get("status", "open")),
@@ -131,8 +136,10 @@ def scan(store: Store) -> StoreSnapshot:
             "fork_seq": None if not parent else int(parent["seq"]),
         })
         if (run_dir / "wal.jsonl").exists():
-            run = store.run(run_id, exact=True)
-            held = run._snapshot()
+            if readable:
+                held = store.run(run_id, exact=True)._snapshot()
+            else:  # its own files only, read leniently: its parent (if any) is unknown
+                held = load_snapshot(run_dir, start=0, prev=GENESIS, cache=SegmentCache(), strict=False)
             snap.files.extend(str(seg.path) for seg in held.segments)
             if held.tail:
                 tail = held.tail_table()

@@ -7,6 +7,7 @@ _app        the group and its global options (``--store``, ``--quiet``, ``--debu
 _inspect    ``ls``, ``show``, ``verify``, ``diff``, ``cost``, ``gc``
 _rerun      ``replay``, ``fork``
 _files      ``export``, ``import``, ``report``
+_integrity  ``repair``
 _demo       ``demo``
 ==========  ======================================================================================
 
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 
 import click
 
-from . import _demo, _files, _inspect, _rerun  # they register their commands
+from . import _demo, _files, _inspect, _integrity, _rerun  # they register their commands
 from ._app import cli
 from ._util import ExitCode, report_error
 

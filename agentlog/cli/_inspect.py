@@ -76,6 +76,10 @@ def ls_command(as_json: bool) -> None:
     if frame["parent"].notna().any():
         click.echo("cost: the run's whole history, a fork's inherited prefix included; paid: its own "
                    "events only (what `agentlog cost` sums)")
+    damaged = frame.loc[frame["status"].isin(["damaged", "unreadable"]), "run_id"].tolist()
+    if damaged:
+        click.echo(f"{len(damaged)} damaged run{'s' if len(damaged) != 1 else ''} ({', '.join(damaged)}): "
+                   "`agentlog verify RUN` says what is wrong, `agentlog repair RUN` rebuilds a lost run.json")
 
 
 # --- show ----------------------------------------------------------------------------------------
@@ -167,6 +171,9 @@ def verify_command(runs: Sequence[str], all_runs: bool, expect_head: str | None,
     Exits 1 if any run has a problem (the first bad seq is named) or its head is not
     --expect-head.
     """
+    from ..errors import RunDamagedError
+    from ..store.verify import unreadable_report
+
     if bool(runs) == all_runs:
         fail(ExitCode.BAD_INPUT, "verify: give one or more RUNs, or --all")
     if expect_head is not None:
@@ -182,8 +189,11 @@ def verify_command(runs: Sequence[str], all_runs: bool, expect_head: str | None,
             fail(ExitCode.NOT_FOUND, f"no runs in {store.path}")
         reports.extend(verify_id(store, rid) for rid in progress(ids, desc="verify", unit="run"))
     else:
-        for r in progress(list(open_runs(runs)), desc="verify", unit="run"):
-            reports.append(r.verify())
+        for ref in progress(list(runs), desc="verify", unit="run"):
+            try:
+                reports.append(open_run(ref, store).verify())
+            except RunDamagedError as exc:  # a damaged run is a finding, not a reason to stop
+                reports.append(unreadable_report(exc.run_id, exc))
     head_ok = True
     if expect_head is not None:
         head_ok = reports[0].head.lower().startswith(expect_head.lower())

@@ -42,6 +42,7 @@ from .meta import (
     run_id_of,
     write_meta,
 )
+from .repair import RepairReport, repair_run
 from .run import Run
 from .snapshot import SegmentCache, load_snapshot
 from .verify import VerifyReport, unreadable_report
@@ -87,13 +88,15 @@ class Store:
     # --- runs -------------------------------------------------------------------------------
 
     def list_runs(self) -> list[str]:
-        """The ids of the runs, ordered by creation time, then id."""
+        """The ids of the runs, ordered by creation time, then id.
+
+        A run folder whose ``run.json`` is missing or damaged is listed too (first, since its
+        creation time is unknown): ``verify`` reports it and ``repair`` rebuilds it.
+        """
         found = []
         for run_id, run_dir in self._run_dirs():
             try:
                 created = str(read_meta(run_dir).get("created") or "")
-            except FileNotFoundError:
-                continue  # not a run (yet)
             except StoreError:
                 created = ""  # still listed: verify reports what is wrong with it
             found.append((created, run_id))
@@ -113,21 +116,33 @@ class Store:
     def run(self, run_id: str, *, exact: bool = False) -> Run:
         """The run with this id, or the one run whose id starts with it.
 
+        An exact id always wins over a prefix, even when that run is damaged; a prefix that
+        matches several runs, or only a damaged one, is an error, never another run.
+
         Raises:
             RunNotFoundError: no run matches.
             AmbiguousRunError: the prefix matches several runs.
+            RunDamagedError: the run's ``run.json`` is missing or invalid.
             SchemaVersionError: the run was written by a newer agentlog.
         """
+        run_id, run_dir = self._find(run_id, exact=exact)
+        return Run(self, run_id, run_dir, read_meta(run_dir))
+
+    def _find(self, run_id: str, *, exact: bool = False) -> tuple[str, Path]:
+        """The id and folder of the run :meth:`run` would open, without reading it.
+
+        Raises:
+            RunNotFoundError, AmbiguousRunError: as for :meth:`run`.
+        """
         run_dir = self._dir(run_id)
-        if run_dir is not None and (run_dir / RUN_JSON).is_file():
-            return Run(self, run_id, run_dir, read_meta(run_dir))
+        if run_dir is not None and run_dir.is_dir():
+            return run_id, run_dir
         if not exact and isinstance(run_id, str) and run_id:
-            matches = sorted(rid for rid, d in self._run_dirs()
-                             if rid.startswith(run_id) and (d / RUN_JSON).is_file())
+            matches = sorted((rid, d) for rid, d in self._run_dirs() if rid.startswith(run_id))
             if len(matches) == 1:
-                return self.run(matches[0], exact=True)
+                return matches[0]
             if matches:
-                raise AmbiguousRunError(run_id, matches)
+                raise AmbiguousRunError(run_id, [rid for rid, _ in matches])
         raise RunNotFoundError(str(run_id), str(self.path))
 
     def _dir(self, run_id: str) -> Path | None:
@@ -244,8 +259,7 @@ class Store:
                 person; nothing is changed.
         """
         durability = Durability(durability)
-        run_dir = self.run(run_id).path
-        run_id = run_id_of(run_dir.name) or run_id
+        run_id, run_dir = self._find(run_id)
         lock = RunLock.acquire(run_dir, run_id)
         try:
             meta = read_meta(run_dir)
@@ -302,6 +316,24 @@ class Store:
                 continue
             reports[run_id] = run.verify()
         return reports
+
+    def repair(self, run_id: str) -> RepairReport:
+        """Rebuild a run's lost or damaged ``run.json`` from its segments and WAL.
+
+        The count, head, fork parent (found through the chain) and times are recovered from
+        the events; the name, tags and writer settings are kept if the damaged file still has
+        them, else marked unknown in ``run.json["repaired"]``. The damaged file is kept as
+        ``run.json.damaged-<n>``. A run whose ``run.json`` is fine is left alone.
+
+        Args:
+            run_id: the run's exact id.
+
+        Raises:
+            RunNotFoundError: no such run folder.
+            RunLockedError: a live writer holds the run.
+            StoreError: a fork whose parent is not in the store (nothing is changed).
+        """
+        return repair_run(self, run_id)
 
     def gc(self, *, apply: bool = False, min_age: float = 60.0) -> GCReport:
         """Find (and with ``apply=True`` delete) blobs no run references, and stale temp files.
@@ -406,11 +438,12 @@ def open(path_or_id: str | os.PathLike[str], run_id: str | None = None, *,
 
     Raises:
         RunNotFoundError: no such run.
+        RunDamagedError: the run's ``run.json`` is missing or invalid.
         ValueError: a store folder was given without a run id, and it has several runs.
     """
     path = Path(os.fspath(path_or_id)).expanduser()
     rid = run_id_of(path.name)
-    if rid is not None and (path / RUN_JSON).is_file() and run_id is None:
+    if rid is not None and path.is_dir() and run_id is None:
         return Store(path.parent.parent).run(rid, exact=True)
     if path.is_dir() and (path / "runs").is_dir():
         st = Store(path)
