@@ -45,6 +45,7 @@ from .meta import (
 from .repair import RepairReport, repair_run
 from .run import Run
 from .snapshot import SegmentCache, load_snapshot
+from .tmp import clean_run_dir, sweep_once
 from .verify import VerifyReport, unreadable_report
 from .wal import Durability, TornWALWarning, rewrite_wal
 from .writer import Clock, RunWriter
@@ -238,6 +239,7 @@ class Store:
                 lock.release()
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        _sweep(self, final)
         return RunWriter(store=self, run_id=run_id, path=final, meta=meta, lock=lock,
                          durability=durability, clock=clock, segment_events=segment_events,
                          blob_threshold=blob_threshold, redact=redact, seq=seq, head=head, rows=[])
@@ -249,7 +251,7 @@ class Store:
 
         Recovers what a crash left: a torn last WAL line is moved to ``wal.torn-<n>`` with a
         :class:`TornWALWarning`; WAL events a crash left beside the segment that sealed them
-        are dropped. The settings the run was created with (segment size, blob threshold,
+        are dropped; temp files a dead writer left are deleted (see ``agentlog.store.tmp``). The settings the run was created with (segment size, blob threshold,
         redaction) apply unless given here; ``redact`` adds to them.
 
         Raises:
@@ -262,6 +264,7 @@ class Store:
         run_id, run_dir = self._find(run_id)
         lock = RunLock.acquire(run_dir, run_id)
         try:
+            clean_run_dir(run_dir)  # we hold the lock: any temp file here is a dead writer's
             meta = read_meta(run_dir)
             settings = dict(meta.get("writer") or {})
             segment_events = segment_events or int(settings.get("segment_events", 65536))
@@ -288,6 +291,7 @@ class Store:
         except BaseException:
             lock.release()
             raise
+        _sweep(self, run_dir)
         return RunWriter(store=self, run_id=run_id, path=run_dir, meta=meta, lock=lock,
                          durability=durability, clock=clock, segment_events=segment_events,
                          blob_threshold=blob_threshold, redact=all_redact, seq=snap.end,
@@ -454,6 +458,14 @@ def open(path_or_id: str | os.PathLike[str], run_id: str | None = None, *,
             run_id = ids[0]
         return st.run(run_id)
     return Store(store).run(os.fspath(path_or_id))
+
+
+def _sweep(store: Store, own: Path) -> None:
+    """Clean what dead writers left elsewhere in the store, once per process (see ``tmp``)."""
+    try:
+        sweep_once(store, skip=own)
+    except OSError:  # housekeeping: a folder we may not write to is no reason to refuse a run
+        pass
 
 
 def _now_us(clock: Clock | None) -> int:
