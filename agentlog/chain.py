@@ -1,8 +1,17 @@
-"""The hash chain that makes any edit to a run's history detectable.
+"""The hash chain: every event's hash covers every event before it.
 
 ``hash[n] = sha256(hash[n-1] + "\\n" + body[n])`` with ``hash[-1] = GENESIS`` (64 zeros), where
 ``body[n]`` is the canonical JSON of event *n* without its hash. The genesis does not include
 the run id, so a fork's prefix carries exactly its parent's hashes.
+
+What the chain detects, exactly: a change to any stored event that leaves the later hashes as
+they were (an edit, a deletion, a swap), and, against the head and count ``run.json`` records
+when a run is closed, a change that re-chains the rest. What it cannot detect on its own is
+what someone who can write the whole store can keep consistent: a cut tail (of a run not yet
+closed, or of a closed one with ``run.json`` rewritten to match), or a log re-chained from the
+start with ``run.json`` rewritten to match. A head kept
+outside the store detects those: ``agentlog verify --expect-head``, and the signed Merkle heads
+of :mod:`agentlog.merkle` and :mod:`agentlog.proofs`.
 
 The body is built from the stored columns by string formatting, so that verifying a run never
 parses a payload: the payload column already holds canonical JSON.
@@ -37,6 +46,7 @@ class ProblemKind:
     SCHEMA_VERSION: Final = "schema_version"
     FORK_PREFIX: Final = "fork_prefix"
     UNREADABLE: Final = "unreadable"
+    SIGNATURE: Final = "signature"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

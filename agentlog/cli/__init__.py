@@ -7,7 +7,7 @@ _app        the group and its global options (``--store``, ``--quiet``, ``--debu
 _inspect    ``ls``, ``show``, ``verify``, ``diff``, ``cost``, ``gc``
 _rerun      ``replay``, ``fork``
 _files      ``export``, ``import``, ``report``
-_integrity  ``repair``
+_integrity  ``repair``, ``keygen``, ``sign``, ``prove``, ``verify-proof``
 _demo       ``demo``
 ==========  ======================================================================================
 

@@ -167,6 +167,7 @@ def error_code(exc: BaseException) -> ExitCode:
         DivergenceError,
         EventNotFoundError,
         PatchError,
+        ProofError,
         RunNotFoundError,
         StoreError,
     )
@@ -182,7 +183,7 @@ def error_code(exc: BaseException) -> ExitCode:
         return ExitCode.BAD_INPUT
     if isinstance(exc, DivergenceError):
         return ExitCode.CHECK_FAILED
-    if isinstance(exc, (InteropError, CanonicalJSONError, PatchError)):
+    if isinstance(exc, (InteropError, CanonicalJSONError, PatchError, ProofError)):
         return ExitCode.BAD_INPUT
     if isinstance(exc, StoreError):
         return ExitCode.STORE

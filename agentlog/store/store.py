@@ -31,6 +31,7 @@ from ..errors import (
 from ._fs import fsync_dir, temp_name
 from .blobs import BlobStore
 from .gc import GCReport, collect_garbage
+from .heads import KEY_ENV
 from .lock import RunLock
 from .meta import (
     RUN_JSON,
@@ -69,12 +70,16 @@ class Store:
 
     Args:
         path: the store folder; default ``$AGENTLOG_STORE``, else ``./agentlog-runs``.
+        signing_key: an ed25519 private key (or its PEM file) to sign every run this store
+            closes, into ``signed-head.json`` in the run's folder; default
+            ``$AGENTLOG_SIGNING_KEY`` if set (see ``agentlog.store.heads``).
 
     Raises:
         StorePathError: ``path`` exists and is a file.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *,
+                 signing_key: str | os.PathLike[str] | Any | None = None) -> None:
         if path is None:
             path = os.environ.get("AGENTLOG_STORE") or DEFAULT_STORE
         self.path = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
@@ -82,6 +87,8 @@ class Store:
             raise StorePathError(str(self.path))
         self.runs_path = self.path / "runs"
         self.blobs = BlobStore(self.path / "blobs")
+        self._key_source = signing_key if signing_key is not None else (os.environ.get(KEY_ENV) or None)
+        self._key: Any = None
 
     def __repr__(self) -> str:
         return f"<Store {self.path}>"
@@ -187,6 +194,7 @@ class Store:
         """
         durability = Durability(durability)
         _check_positive(segment_events=segment_events, blob_threshold=blob_threshold)
+        self._signing_key()  # a key that cannot be used is refused before anything is written
         redact = tuple(sorted({str(r).lower() for r in redact}))
         now = _now_us(clock)
         if run_id is None:
@@ -261,6 +269,7 @@ class Store:
                 person; nothing is changed.
         """
         durability = Durability(durability)
+        self._signing_key()
         run_id, run_dir = self._find(run_id)
         lock = RunLock.acquire(run_dir, run_id)
         try:
@@ -296,6 +305,24 @@ class Store:
                          durability=durability, clock=clock, segment_events=segment_events,
                          blob_threshold=blob_threshold, redact=all_redact, seq=snap.end,
                          head=snap.head, rows=list(snap.tail))
+
+    def _signing_key(self) -> Any:
+        """The key runs are signed with at close (loaded once), or ``None``.
+
+        Raises:
+            ProofError: the configured key cannot be loaded.
+        """
+        if self._key is None and self._key_source is not None:
+            from .heads import load_private_key
+            self._key = load_private_key(self._key_source)
+        return self._key
+
+    def _closed(self, run_id: str) -> None:
+        """Called by a writer once it closed a run: sign it, if the store has a key."""
+        key = self._signing_key()
+        if key is not None:
+            from .heads import write_signed_head
+            write_signed_head(self.run(run_id, exact=True), key)
 
     # --- whole store ------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from .wal import decode_line
 if TYPE_CHECKING:
     from .run import Run
 
-__all__ = ["VerifyReport", "unreadable_report", "verify_run"]
+__all__ = ["VerifyReport", "unreadable_report", "verify_run", "with_problems"]
 
 _BLOB_REF = re.compile(r'\{"\$blob":"(sha256:[0-9a-f]{64})"')
 _BATCH = 8192
@@ -72,6 +72,14 @@ def _report(run_id: str, events: int, head: str, problems: list[Problem]) -> Ver
     seqs = [p.seq for p in problems if p.seq is not None]
     return VerifyReport(run_id=run_id, ok=not problems, events=events, head=head,
                         first_bad_seq=min(seqs) if seqs else None, problems=tuple(problems))
+
+
+def with_problems(report: VerifyReport, extra: Iterable[Problem]) -> VerifyReport:
+    """``report`` with more problems (e.g. from a signed head kept elsewhere)."""
+    more = list(extra)
+    if not more:
+        return report
+    return _report(report.run_id, report.events, report.head, [*report.problems, *more])
 
 
 def unreadable_report(run_id: str, exc: BaseException) -> VerifyReport:

@@ -98,9 +98,9 @@ def test_sigkill_loses_no_acknowledged_event(store: Store) -> None:
     assert len(acked) > KILLS
     # the temp files the kills left (half segments, new WALs, blobs) go with the next process's
     # first writer
-    subprocess.run([PYTHON, "-c", "import sys, warnings; from agentlog.store import Store; "
-                    "warnings.simplefilter('ignore'); Store(sys.argv[1]).writer('crash').close()",
-                    str(store.path)], env=child_env(), check=True, timeout=60)
+    reopen = ("import sys, warnings; from agentlog.store import Store; "
+              "warnings.simplefilter('ignore'); Store(sys.argv[1]).writer('crash').close()")
+    subprocess.run([PYTHON, "-c", reopen, str(store.path)], env=child_env(), check=True, timeout=60)
     assert [p for p in store.path.rglob("*") if ".tmp-" in p.name] == []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TornWALWarning)
