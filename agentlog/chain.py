@@ -13,8 +13,9 @@ start with ``run.json`` rewritten to match. A head kept
 outside the store detects those: ``agentlog verify --expect-head``, and the signed Merkle heads
 of :mod:`agentlog.merkle` and :mod:`agentlog.proofs`.
 
-The body is built from the stored columns by string formatting, so that verifying a run never
-parses a payload: the payload column already holds canonical JSON.
+The body is built from the stored columns by string formatting, so checking the chain never
+parses a payload: the payload column already holds canonical JSON (``verify`` parses each one
+separately, to report a payload that is not a JSON object by its seq).
 
 Pure: no I/O. The store feeds rows to :func:`check_chain`.
 """
@@ -46,6 +47,7 @@ class ProblemKind:
     SCHEMA_VERSION: Final = "schema_version"
     FORK_PREFIX: Final = "fork_prefix"
     UNREADABLE: Final = "unreadable"
+    BAD_PAYLOAD: Final = "bad_payload"
     SIGNATURE: Final = "signature"
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ..chain import GENESIS
-from ..errors import EventNotFoundError
+from ..errors import CorruptEventError, EventNotFoundError
 from ..event import BlobRef, Event
 from .lock import writer_is_live
 from .meta import read_meta
@@ -154,6 +154,7 @@ class Run:
 
         Raises:
             EventNotFoundError: ``seq`` is not in the run.
+            CorruptEventError: its stored payload cannot be read (names the file and seq).
         """
         n = len(self)
         if not 0 <= seq < n:
@@ -170,6 +171,8 @@ class Run:
 
         Raises:
             ValueError: ``start`` is negative.
+            CorruptEventError: a stored payload cannot be read (names the file and seq); the
+                events before it were yielded.
         """
         if start < 0:
             raise ValueError(f"start must be >= 0, got {start}")
@@ -183,13 +186,14 @@ class Run:
             assert parent is not None
             yield from parent.iter_events(start, min(stop, at + 1))
             start = at + 1
-        decode = _decoder(self.store.blobs.read)
+        read = self.store.blobs.read
         for seg in snap.segments:
             if seg.end <= start or seg.first >= stop:
                 continue
             lo = max(start, seg.first) - seg.first
             hi = min(stop, seg.end) - seg.first
-            yield from _table_events(seg.table.slice(lo, hi - lo), decode)
+            yield from _table_events(seg.table.slice(lo, hi - lo), _decoder(read, seg.path, self.id))
+        decode = _decoder(read, snap.wal_path, self.id)
         for row in snap.tail:
             if start <= row[0] < stop:
                 yield _row_event(row, decode)
@@ -384,18 +388,24 @@ class Run:
 # --- rows to events ----------------------------------------------------------------------------
 
 
-def _decoder(reader: Callable[[str], bytes]) -> Callable[[str], Any]:
+def _decoder(reader: Callable[[str], bytes], path: Path, run_id: str) -> Callable[[str, int], Any]:
     def hook(obj: dict[str, Any]) -> Any:
         return BlobRef.from_json(obj, reader) if "$blob" in obj else obj
 
-    def decode(text: str) -> Any:
+    def decode(text: str, seq: int) -> Any:
         # The hook costs a call per object; only payloads that hold a blob ref pay for it.
-        return json.loads(text, object_hook=hook) if '"$blob"' in text else json.loads(text)
+        try:
+            value = json.loads(text, object_hook=hook) if '"$blob"' in text else json.loads(text)
+        except (ValueError, RecursionError) as exc:  # JSON errors and malformed blob refs
+            raise CorruptEventError(str(path), run_id, seq, f"its payload cannot be read ({exc})") from None
+        if type(value) is not dict:
+            raise CorruptEventError(str(path), run_id, seq, "its payload is not a JSON object")
+        return value
 
     return decode
 
 
-def _table_events(table: pa.Table, decode: Callable[[str], Any]) -> Iterator[Event]:
+def _table_events(table: pa.Table, decode: Callable[[str, int], Any]) -> Iterator[Event]:
     for batch in table.to_batches(max_chunksize=_BATCH):
         cols = [batch.column(i) for i in range(batch.num_columns)]
         cols[5] = cols[5].cast(pa.int64())  # ts: ints, not datetimes
@@ -404,10 +414,10 @@ def _table_events(table: pa.Table, decode: Callable[[str], Any]) -> Iterator[Eve
             yield _row_event(row, decode)
 
 
-def _row_event(row: tuple[Any, ...], decode: Callable[[str], Any]) -> Event:
+def _row_event(row: tuple[Any, ...], decode: Callable[[str, int], Any]) -> Event:
     (seq, type, actor, caused_by, span_id, ts, payload, model, input_tokens, output_tokens,
      cached_tokens, cost_usd, duration_ms, hash) = row
-    return Event(seq=seq, type=type, payload=decode(payload), actor=actor, caused_by=caused_by,
+    return Event(seq=seq, type=type, payload=decode(payload, seq), actor=actor, caused_by=caused_by,
                  span_id=span_id, ts=ts, model=model, input_tokens=input_tokens,
                  output_tokens=output_tokens, cached_tokens=cached_tokens, cost_usd=cost_usd,
                  duration_ms=duration_ms, hash=hash)
