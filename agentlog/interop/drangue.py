@@ -114,6 +114,16 @@ def read_drangue(path: str | os.PathLike[str]) -> dict[str, list[SourceEvent]]:
         conn.close()
     runs: dict[str, list[SourceEvent]] = {}
     for run_id, seq, type_, payload, ts, duration in rows:
+        at = f"run {run_id!r:.40} seq {seq!r:.20}"
+        if type(seq) is not int or not isinstance(type_, str) or not isinstance(run_id, str):
+            raise InteropFormatError(where, None, f"{at}: run_id and type must be text, seq an integer")
+        if not isinstance(payload, (str, type(None))):
+            raise InteropFormatError(where, None, f"{at}: payload must be JSON text, got "
+                                                  f"{type(payload).__name__}", field="payload")
+        for name, value in (("ts", ts), ("duration_ms", duration)):
+            if value is not None and (type(value) not in (int, float) or not math.isfinite(value)):
+                raise InteropFormatError(where, None, f"{at}: {name} must be a number or null, got "
+                                                      f"{value!r:.40}", field=name)
         try:
             data = loads(payload) if payload else {}
         except ValueError as exc:
@@ -122,7 +132,7 @@ def read_drangue(path: str | os.PathLike[str]) -> dict[str, list[SourceEvent]]:
         if not isinstance(data, Mapping):
             raise InteropFormatError(where, None, f"run {run_id} seq {seq}: payload is not an object",
                                      field="payload")
-        runs.setdefault(str(run_id), []).append(SourceEvent(int(seq), str(type_), data, ts, duration))
+        runs.setdefault(run_id, []).append(SourceEvent(seq, type_, data, ts, duration))
     return runs
 
 
@@ -141,10 +151,16 @@ def _message(p: Mapping[str, Any]) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": p.get("text")}
     calls = [{"id": c.get("id"), "type": "function",
               "function": {"name": c.get("name"), "arguments": finite(c.get("arguments"))}}
-             for c in p.get("tool_calls") or () if isinstance(c, Mapping)]
+             for c in _calls(p)]
     if calls:
         message["tool_calls"] = calls
     return message
+
+
+def _calls(p: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A decision's tool calls that are objects (drangue writes a list of them)."""
+    calls = p.get("tool_calls")
+    return [c for c in calls if isinstance(c, Mapping)] if isinstance(calls, list) else []
 
 
 class _Mapper:
@@ -191,12 +207,13 @@ class _Mapper:
         from ..capture.usage import normalize_usage
 
         p = e.payload
-        for c in p.get("tool_calls") or ():
-            if isinstance(c, Mapping) and c.get("id") is not None:
+        for c in _calls(p):
+            if isinstance(c.get("id"), (str, int)):
                 self.decision_of[str(c["id"])] = seq
                 self.args_of[str(c["id"])] = finite(c.get("arguments"))
         model = p.get("model") if isinstance(p.get("model"), str) else None
-        usage = normalize_usage(p["usage"], provider="anthropic") if p.get("usage") else None
+        raw = p.get("usage")
+        usage = normalize_usage(raw, provider="anthropic") if isinstance(raw, Mapping) and raw else None
         cost = None
         if usage is not None and model:
             cost = pricing.cost(model, usage, provider=None, when=datetime.fromtimestamp(ts / 1e6, tz=UTC))
@@ -249,4 +266,5 @@ def import_drangue(path: str | os.PathLike[str], store: Store | str | os.PathLik
     label = name or (f"drangue {chosen[:12]}: {json.dumps(first)[1:-1][:60]}" if isinstance(first, str)
                      else f"drangue {chosen}")
     tags = {"source": "drangue", "source_run": chosen, "source_file": Path(where).name}
-    return write_run(store_of(store), events, run_id=run_id, name=label, tags=tags)
+    return write_run(store_of(store), events, run_id=run_id, name=label, tags=tags,
+                     where=f"{where} (drangue run {chosen})")

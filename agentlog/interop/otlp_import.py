@@ -469,5 +469,7 @@ def runs_from_spans(spans: Iterable[OtelSpan], store: Store, *, name: str | None
         root = next((s for s in members if s.parent_id is None or s.parent_id not in {m.span_id for m in members}), None)
         run_name = name or info.get("name") or (root.name if root is not None else None) or trace_id
         created = min(s.start_ns for s in members) // 1000
-        runs.append(write_run(store, events, run_id=None, name=str(run_name), tags=tags, created_us=created))
+        where = members[0].where.rpartition(":")[0] or members[0].where
+        runs.append(write_run(store, events, run_id=None, name=str(run_name), tags=tags, created_us=created,
+                              where=f"{where} (trace {trace_id})"))
     return runs

@@ -113,7 +113,25 @@ def _split(where: str) -> tuple[str, int | None]:
     return (path, int(line)) if line.isdigit() else (where, None)
 
 
-def _value(v: Any) -> Any:
+def _obj(value: Any, where: str, field: str) -> Mapping[str, Any]:
+    """``value`` if it is an object, ``{}`` if it is missing; else the file is malformed."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InteropFormatError(*_split(where), f"must be an object, got {type(value).__name__}", field=field)
+    return value
+
+
+def _items(value: Any, where: str, field: str) -> list[Any]:
+    """``value`` if it is a list, ``[]`` if it is missing; else the file is malformed."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InteropFormatError(*_split(where), f"must be a list, got {type(value).__name__}", field=field)
+    return value
+
+
+def _value(v: Any, where: str = "") -> Any:
     """The Python value of an OTLP ``AnyValue`` (JSON encoding)."""
     if not isinstance(v, Mapping):
         return v
@@ -122,27 +140,47 @@ def _value(v: Any) -> Any:
     if "boolValue" in v:
         return bool(v["boolValue"])
     if "intValue" in v:
-        return int(v["intValue"])
+        return _int(v["intValue"], where, "intValue")
     if "doubleValue" in v:
-        return float(v["doubleValue"])
+        try:
+            return float(v["doubleValue"])
+        except (TypeError, ValueError):
+            raise InteropFormatError(*_split(where), f"not a number: {v['doubleValue']!r:.40}",
+                                     field="doubleValue") from None
     if "arrayValue" in v:
-        return [_value(x) for x in (v["arrayValue"] or {}).get("values") or ()]
+        values = _obj(v["arrayValue"], where, "arrayValue").get("values")
+        return [_value(x, where) for x in _items(values, where, "arrayValue.values")]
     if "kvlistValue" in v:
-        return _attrs((v["kvlistValue"] or {}).get("values") or ())
+        return _attrs(_obj(v["kvlistValue"], where, "kvlistValue").get("values"), where)
     if "bytesValue" in v:
         return v["bytesValue"]
     return None
 
 
-def _attrs(items: Any) -> dict[str, Any]:
-    return {str(kv.get("key")): _value(kv.get("value")) for kv in items or () if isinstance(kv, Mapping)}
+def _attrs(items: Any, where: str = "") -> dict[str, Any]:
+    return {str(kv.get("key")): _value(kv.get("value"), where)
+            for kv in _items(items, where, "attributes") if isinstance(kv, Mapping)}
+
+
+#: Span times must fall in years 1970..9999, as nanoseconds since the epoch.
+_NS_MAX = 253_402_300_799_999_999_999
 
 
 def _int(value: Any, where: str, what: str) -> int:
     try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise InteropFormatError(*_split(where), f"not an integer: {value!r}", field=what) from None
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise InteropFormatError(*_split(where), f"not an integer: {value!r:.40}", field=what) from None
+    if isinstance(value, bool) or not -2**63 <= number < 2**64:
+        raise InteropFormatError(*_split(where), f"not an int64: {value!r:.40}", field=what)
+    return number
+
+
+def _time(value: Any, where: str, what: str) -> int:
+    number = _int(value, where, what)
+    if not 0 <= number <= _NS_MAX:
+        raise InteropFormatError(*_split(where), f"not a time in years 1970..9999: {number}", field=what)
+    return number
 
 
 def _kind(value: Any) -> str:
@@ -154,12 +192,15 @@ def _kind(value: Any) -> str:
 
 def _request(request: Mapping[str, Any], name: str, line: int) -> Iterator[OtelSpan]:
     where = f"{name}:{line}"
-    for rs in request.get("resourceSpans") or ():
-        resource = _attrs((rs.get("resource") or {}).get("attributes"))
-        for ss in rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or ():
-            scope = (ss.get("scope") or ss.get("instrumentationLibrary") or {}).get("name")
-            for span in ss.get("spans") or ():
-                yield _otlp_span(span, resource, scope, where)
+    for rs in _items(request.get("resourceSpans"), where, "resourceSpans"):
+        rs = _obj(rs, where, "resourceSpans[]")
+        resource = _attrs(_obj(rs.get("resource"), where, "resource").get("attributes"), where)
+        for ss in _items(rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans"), where, "scopeSpans"):
+            ss = _obj(ss, where, "scopeSpans[]")
+            scope = _obj(ss.get("scope") or ss.get("instrumentationLibrary"), where, "scope").get("name")
+            for span in _items(ss.get("spans"), where, "spans"):
+                yield _otlp_span(_obj(span, where, "spans[]"), resource,
+                                 scope if isinstance(scope, str) else None, where)
 
 
 def _otlp_span(span: Mapping[str, Any], resource: Mapping[str, Any], scope: str | None,
@@ -168,21 +209,28 @@ def _otlp_span(span: Mapping[str, Any], resource: Mapping[str, Any], scope: str 
     span_id = _id(span.get("spanId"), 8, where, "spanId")
     if trace_id is None or span_id is None:
         raise InteropFormatError(*_split(where), "a span without a trace id or span id", field="spanId")
-    status = span.get("status") or {}
+    status = _obj(span.get("status"), where, "status")
     code = status.get("code", 0)
-    events = tuple((str(e.get("name") or ""), _int(e.get("timeUnixNano", 0), where, "timeUnixNano"),
-                    _attrs(e.get("attributes"))) for e in span.get("events") or ())
-    start = _int(span.get("startTimeUnixNano", 0), where, "startTimeUnixNano")
+    events = tuple((str(e.get("name") or ""), _time(e.get("timeUnixNano", 0), where, "timeUnixNano"),
+                    _attrs(e.get("attributes"), where))
+                   for e in (_obj(x, where, "events[]") for x in _items(span.get("events"), where, "events")))
+    start = _time(span.get("startTimeUnixNano", 0), where, "startTimeUnixNano")
     # An unfinished span is exported with end 0; it ends where it starts rather than at 1970.
-    end = max(start, _int(span.get("endTimeUnixNano", 0), where, "endTimeUnixNano"))
+    end = max(start, _time(span.get("endTimeUnixNano", 0), where, "endTimeUnixNano"))
+    message = status.get("message")
     return OtelSpan(trace_id=trace_id, span_id=span_id,
                     parent_id=_id(span.get("parentSpanId"), 8, where, "parentSpanId"),
                     name=str(span.get("name") or ""), kind=_kind(span.get("kind")),
                     start_ns=start, end_ns=end,
-                    status_code=_CODES.get(code, 0) if isinstance(code, str) else int(code),
-                    status_message=status.get("message") or None,
-                    attributes=_attrs(span.get("attributes")), events=events, resource=resource,
+                    status_code=_CODES.get(code, 0) if isinstance(code, str) else _code(code, where),
+                    status_message=str(message) if message else None,
+                    attributes=_attrs(span.get("attributes"), where), events=events, resource=resource,
                     scope=scope, where=where)
+
+
+def _code(value: Any, where: str) -> int:
+    code = _int(value, where, "status.code")
+    return code if code in (0, 1, 2) else 0
 
 
 # --- ConsoleSpanExporter ------------------------------------------------------------------------
@@ -192,28 +240,40 @@ def _ns(text: Any, where: str, what: str) -> int:
     if text is None:
         return 0
     try:
-        return iso_to_us(str(text)) * 1000
-    except ValueError:
+        ns = iso_to_us(str(text)) * 1000
+    except (ValueError, OverflowError):
         raise InteropFormatError(*_split(where), f"not an ISO time: {text!r}", field=what) from None
+    if not 0 <= ns <= _NS_MAX:
+        raise InteropFormatError(*_split(where), f"not a time in years 1970..9999: {text!r}", field=what)
+    return ns
+
+
+def _plain(value: Any, where: str, field: str) -> dict[str, Any]:
+    """A ConsoleSpanExporter attribute map (plain JSON)."""
+    return dict(_obj(value, where, field))
 
 
 def _console(span: Mapping[str, Any], name: str, line: int) -> OtelSpan:
     where = f"{name}:{line}"
-    context = span.get("context") or {}
+    context = _obj(span.get("context"), where, "context")
     trace_id = _id(str(context.get("trace_id") or "").removeprefix("0x"), 16, where, "trace_id")
     span_id = _id(str(context.get("span_id") or "").removeprefix("0x"), 8, where, "span_id")
     if trace_id is None or span_id is None:
         raise InteropFormatError(name, line, "a span without a trace id or span id", field="context")
     parent = span.get("parent_id")
     start = _ns(span.get("start_time"), where, "start_time")
-    status = span.get("status") or {}
+    status = _obj(span.get("status"), where, "status")
     events = tuple((str(e.get("name") or ""), _ns(e.get("timestamp"), where, "timestamp"),
-                    dict(e.get("attributes") or {})) for e in span.get("events") or ())
+                    _plain(e.get("attributes"), where, "events[].attributes"))
+                   for e in (_obj(x, where, "events[]") for x in _items(span.get("events"), where, "events")))
+    description = status.get("description")
     return OtelSpan(trace_id=trace_id, span_id=span_id,
                     parent_id=_id(str(parent).removeprefix("0x"), 8, where, "parent_id") if parent else None,
                     name=str(span.get("name") or ""), kind=_kind(span.get("kind")),
                     start_ns=start, end_ns=max(start, _ns(span.get("end_time"), where, "end_time")),
                     status_code=_CODES.get(str(status.get("status_code") or "UNSET"), 0),
-                    status_message=status.get("description") or None,
-                    attributes=dict(span.get("attributes") or {}), events=events,
-                    resource=dict((span.get("resource") or {}).get("attributes") or {}), where=where)
+                    status_message=str(description) if description else None,
+                    attributes=_plain(span.get("attributes"), where, "attributes"), events=events,
+                    resource=_plain(_obj(span.get("resource"), where, "resource").get("attributes"), where,
+                                    "resource.attributes"),
+                    where=where)
