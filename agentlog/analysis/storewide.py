@@ -220,33 +220,59 @@ def connect(store: Store, snapshot: StoreSnapshot | None = None) -> duckdb.DuckD
         con.execute(f"CREATE VIEW tool_calls AS {tool_calls_sql('run_events')}")
     except BaseException as exc:
         con.close()
-        if (corrupt := _unreadable_segment(exc)) is not None:
+        if (corrupt := _unreadable_segment(exc, store)) is not None:
             raise corrupt from exc
         raise
     return con
 
 
-_FILE_IN_ERROR: Final = re.compile(r"file '([^']+\.parquet)'")
+_FILE_IN_ERROR: Final = re.compile(r"file '([^']+\.parquet)'", re.IGNORECASE)
 
 
-def _unreadable_segment(exc: BaseException) -> CorruptSegmentError | None:
+def _query_errors() -> tuple[type[BaseException], ...]:
+    import duckdb
+    return (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException)
+
+
+def _unreadable_segment(exc: BaseException, store: Store | None = None) -> CorruptSegmentError | None:
     """A DuckDB error about a Parquet file it cannot read, as a :class:`CorruptSegmentError`
-    naming the file (not a DuckDB error in the middle of a SQL dump); else ``None``."""
+    naming the file (not a DuckDB error in the middle of a SQL dump); else ``None``.
+
+    Some damage (a broken Parquet footer) gives an error that names no file; then the store's
+    segments are read one by one to find the damaged one. A mistake in a query (a parser,
+    binder or catalog error) is never taken for damage.
+    """
     import duckdb
 
-    found = _FILE_IN_ERROR.search(str(exc)) if isinstance(exc, duckdb.Error) else None
-    if found is None:
+    if not isinstance(exc, duckdb.Error) or isinstance(exc, _query_errors()):
         return None
     problem = str(exc).splitlines()[0]
-    return CorruptSegmentError(found.group(1), f"{problem}; `agentlog verify --all` names the damaged runs")
+    found = _FILE_IN_ERROR.search(str(exc))
+    path = found.group(1) if found is not None else (_damaged_segment(store) if store is not None else None)
+    if path is None:
+        return None
+    return CorruptSegmentError(path, f"{problem}; `agentlog verify --all` names the damaged runs")
 
 
-def _arrow(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:
+def _damaged_segment(store: Store) -> str | None:
+    """The first segment file of the store that pyarrow cannot read, or ``None``."""
+    from ..errors import SchemaVersionError
+    from ..store.segments import read_segment
+
+    for path in sorted(store.runs_path.glob("run_id=*/events-*.parquet")):
+        try:
+            read_segment(path)
+        except (CorruptSegmentError, SchemaVersionError):
+            return str(path)
+    return None
+
+
+def _arrow(con: duckdb.DuckDBPyConnection, query: str, store: Store | None = None) -> pa.Table:
     """``query``'s result as a pyarrow Table (see :func:`_unreadable_segment` for errors)."""
     try:
         return con.sql(query).to_arrow_table()
     except Exception as exc:
-        if (corrupt := _unreadable_segment(exc)) is not None:
+        if (corrupt := _unreadable_segment(exc, store)) is not None:
             raise corrupt from exc
         raise
 
@@ -255,7 +281,7 @@ def sql(store: Store, query: str) -> pd.DataFrame:
     """Run ``query`` over the views of :func:`connect` and return a DataFrame."""
     con = connect(store)
     try:
-        return C.arrow_to_frame(_arrow(con, query))
+        return C.arrow_to_frame(_arrow(con, query, store))
     finally:
         con.close()
 
@@ -271,7 +297,7 @@ def runs(store: Store, *, verify: bool = False) -> pd.DataFrame:
     """
     con = connect(store)
     try:
-        frame = C.to_frame(_arrow(con, "SELECT * FROM runs"), C.RUNS)
+        frame = C.to_frame(_arrow(con, "SELECT * FROM runs", store), C.RUNS)
     finally:
         con.close()
     if verify:
@@ -318,7 +344,7 @@ def events(store: Store, where: str | pc.Expression | None = None,
         try:
             cols = ", ".join(f'"{n}"' for n in names)
             cond = f"WHERE {where}" if where else ""
-            table = _arrow(con, f"SELECT {cols} FROM events {cond} ORDER BY run_id, seq")
+            table = _arrow(con, f"SELECT {cols} FROM events {cond} ORDER BY run_id, seq", store)
         finally:
             con.close()
         return C.to_frame(table, spec)
@@ -365,7 +391,7 @@ def cost(store: Store, by: str | Sequence[str] = ("run", "model", "day")) -> pd.
     keys = check_keys(by, STORE_COST_KEYS)
     con = connect(store)
     try:
-        table = _arrow(con, cost_sql("events", "run_events", keys))
+        table = _arrow(con, cost_sql("events", "run_events", keys), store)
     finally:
         con.close()
     return C.to_frame(table, C.cost_spec(keys))

@@ -170,7 +170,13 @@ def _is_int(value: Any) -> bool:
     return type(value) is int
 
 
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})?")
+
+
 def _is_iso(text: str) -> bool:
+    """A full ISO-8601 date and time (what agentlog writes, and pandas reads), in range."""
+    if not _ISO.fullmatch(text):
+        return False
     try:
         datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
     except ValueError:
