@@ -26,13 +26,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import logger  # noqa: E402
+from _common import logger
 
-from agentlog.chain import GENESIS, chain_hash, event_body  # noqa: E402
-from agentlog.errors import AgentlogError  # noqa: E402
-from agentlog.store import Store  # noqa: E402
-from agentlog.store.heads import check_head, generate_key, sign_head  # noqa: E402
-from agentlog.store.wal import encode_line  # noqa: E402
+from agentlog.chain import GENESIS, chain_hash, event_body
+from agentlog.errors import AgentlogError
+from agentlog.store import Store
+from agentlog.store.heads import check_head, generate_key, sign_head
+from agentlog.store.wal import encode_line
 
 log = logger("tamper")
 
@@ -127,6 +127,11 @@ def wal_lines(root: Path) -> list[bytes]:
     return wal(root).read_bytes().splitlines(keepends=True)
 
 
+def swap_lines(lines: list[bytes]) -> list[bytes]:
+    """The second and third lines swapped."""
+    return [lines[0], lines[2], lines[1], *lines[3:]]
+
+
 def blob_of(root: Path, seq: int) -> Path:
     ref = Store(root).run("closed").event(seq).payload["page"]
     return Store(root).blobs.path(ref.digest)
@@ -189,9 +194,9 @@ CASES: list[tuple[str, str, Callable[[Path], None], int | None]] = [
     ("a forged event appended to the WAL of an open run, hash chained", "open", append_forged_wal_line, None),
     ("a forged event appended to a closed run, hash chained", "closed", append_forged_segment, 30),
     ("WAL lines swapped", "open",
-     lambda r: wal(r).write_bytes(b"".join((lambda ls: ls[:1] + ls[2:3] + ls[1:2] + ls[3:])(wal_lines(r)))), 21),
+     lambda r: wal(r).write_bytes(b"".join(swap_lines(wal_lines(r)))), 21),
     ("a garbage line in the middle of the WAL", "open",
-     lambda r: wal(r).write_bytes(b"".join((lambda ls: ls[:2] + [b"garbage\n"] + ls[2:])(wal_lines(r)))), 22),
+     lambda r: wal(r).write_bytes(b"".join([*wal_lines(r)[:2], b"garbage\n", *wal_lines(r)[2:]])), 22),
     ("a blob's bytes altered", "closed", lambda r: blob_of(r, 3).write_bytes(blob_of(r, 3).read_bytes()[:-1] + b"!"), 3),
     ("a blob deleted", "closed", lambda r: blob_of(r, 10).unlink(), 10),
     ("run.json head altered", "closed", lambda r: set_meta(r, "closed", head="b" * 64), 29),

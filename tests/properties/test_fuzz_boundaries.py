@@ -212,7 +212,12 @@ def exercise_store(root: Path) -> Outcomes:
 
 
 def check_store_mutation(template: Path, target: str, mutation: tuple[str, int, bytes, int],
-                         drop_or_dup: str | None = None) -> None:
+                         drop_or_dup: str | None = None) -> list[str]:
+    """Apply one mutation to a copy of ``template``, exercise it, check nothing valid is lost.
+
+    Returns:
+        The documented errors the operations met (``[]``: everything read cleanly).
+    """
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "store"
         shutil.copytree(template, root)
@@ -236,13 +241,14 @@ def check_store_mutation(template: Path, target: str, mutation: tuple[str, int, 
         if file.name == "wal.jsonl":
             keep.setdefault(file.parent, set()).update(valid_wal_prefix(data, first))
         with deadline(DEADLINE_S), only_agentlog_warnings():
-            exercise_store(root)
+            errors = exercise_store(root).errors
         for run_dir, wanted in keep.items():
             present: set[str] = set()
             for f in run_dir.iterdir():
                 present |= hashes_in(f)
             lost = wanted - present
             assert not lost, f"{target} {mutation[0]}: {len(lost)} valid events lost from {run_dir.name}"
+    return errors
 
 
 def file_targets(template: Path) -> list[str]:
@@ -335,8 +341,12 @@ def sources(tmp_path_factory: pytest.TempPathFactory, template: Path) -> dict[st
             "ag_jsonl": ag_jsonl.read_text().splitlines(), "ag_db": ag_db, "drangue": folder / "drangue.db"}
 
 
-def check_import(do: Callable[[al.Store], Any]) -> None:
-    """Import into a fresh store: a documented error, or a run (runs) that verify."""
+def check_import(do: Callable[[al.Store], Any]) -> list[str]:
+    """Import into a fresh store: a documented error, or a run (runs) that verify.
+
+    Returns:
+        The documented errors met (``[]``: imported, and every imported run verifies).
+    """
     with tempfile.TemporaryDirectory() as tmp:
         store = al.Store(Path(tmp) / "out")
         out = Outcomes()
@@ -347,6 +357,7 @@ def check_import(do: Callable[[al.Store], Any]) -> None:
                 report = run.verify()
                 assert report.ok, str(report)
             exercise_store(store.path)  # whatever was left behind reads with documented errors
+    return out.errors
 
 
 def mutated_lines(data: st.DataObject, lines: list[str]) -> str:
