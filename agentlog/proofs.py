@@ -41,8 +41,8 @@ from .errors import ProofError, missing_dependency
 from .merkle import EMPTY_ROOT, leaf_hash, root_from_inclusion, verify_consistency
 
 __all__ = ["CONSISTENCY_PROOF", "INCLUSION_PROOF", "SIGNED_HEAD", "ConsistencyProof",
-           "InclusionProof", "ProofCheck", "SignedHead", "head_message", "key_id", "public_key_bytes",
-           "read_document", "verify_proof", "verify_signature"]
+           "InclusionProof", "ProofCheck", "SignedHead", "head_message", "key_id", "path_bytes",
+           "path_text", "public_key_bytes", "read_document", "verify_proof", "verify_signature"]
 
 SIGNED_HEAD: Final = "signed-head"
 INCLUSION_PROOF: Final = "inclusion-proof"
@@ -168,7 +168,7 @@ class InclusionProof:
     """The event's chain hash: the Merkle leaf."""
     root: str
     path: tuple[str, ...]
-    """The Merkle path, leaf first (64 hex each)."""
+    """The Merkle path, leaf first: base64 of 32 bytes each (a third shorter than hex)."""
     prev: str | None = None
     """The chain hash before the event; with ``event`` it proves the event's content."""
     event: str | None = None
@@ -294,11 +294,25 @@ def _hex(obj: Mapping[str, Any], key: str, where: str) -> str:
 
 def _path(obj: Mapping[str, Any], where: str) -> tuple[str, ...]:
     value = obj.get("path")
-    if not isinstance(value, list) or not all(isinstance(p, str) and _HEX64.fullmatch(p) for p in value):
-        raise ProofError(where, "must be a list of 64-hex-digit hashes", field="path")
-    if len(value) > 64:
-        raise ProofError(where, f"{len(value)} hashes; a run has fewer than 2**64 events", field="path")
+    if not isinstance(value, list) or not all(isinstance(p, str) and _B64_32.fullmatch(p) for p in value):
+        raise ProofError(where, "must be a list of hashes, each base64 of 32 bytes", field="path")
+    if len(value) > 128:
+        raise ProofError(where, f"{len(value)} hashes; a proof of a run of fewer than 2**64 events has "
+                                "at most 128", field="path")
     return tuple(value)
+
+
+_B64_32 = re.compile(r"[A-Za-z0-9+/]{43}=")
+
+
+def path_bytes(path: tuple[str, ...]) -> list[bytes]:
+    """The 32-byte hashes of a proof's path."""
+    return [base64.b64decode(p) for p in path]
+
+
+def path_text(hashes: list[bytes]) -> tuple[str, ...]:
+    """A proof's path as written: base64 of each hash."""
+    return tuple(base64.b64encode(h).decode("ascii") for h in hashes)
 
 
 def _signed(obj: Mapping[str, Any], key: str, where: str) -> SignedHead | None:
@@ -422,7 +436,7 @@ def verify_proof(doc: Document | Mapping[str, Any], *, public_key: str | bytes |
         proves = (f"run {doc.run_id} of {doc.new_size:,} events (root {doc.new_root[:12]}…) extends "
                   f"its first {doc.old_size:,} (root {doc.old_root[:12]}…): nothing in them changed")
         if not verify_consistency(doc.old_size, doc.new_size, bytes.fromhex(doc.old_root),
-                                  bytes.fromhex(doc.new_root), [bytes.fromhex(p) for p in doc.path]):
+                                  bytes.fromhex(doc.new_root), path_bytes(doc.path)):
             problems.append("the consistency path does not lead from the old root to the new root")
         signed(doc.old_signed, doc.old_size, doc.old_root, "the old signed head")
         signed(doc.new_signed, doc.new_size, doc.new_root, "the new signed head")
@@ -442,7 +456,7 @@ _KIND_OF: Final[dict[type, str]] = {SignedHead: SIGNED_HEAD, InclusionProof: INC
 def _inclusion_problems(doc: InclusionProof) -> list[str]:
     problems = []
     root = root_from_inclusion(doc.seq, doc.size, leaf_hash(bytes.fromhex(doc.event_hash)),
-                               [bytes.fromhex(p) for p in doc.path])
+                               path_bytes(doc.path))
     if root is None:
         problems.append(f"a path of {len(doc.path)} hashes cannot place seq {doc.seq} in a tree of "
                         f"{doc.size} events")

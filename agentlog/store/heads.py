@@ -31,6 +31,7 @@ from ..proofs import (
     InclusionProof,
     SignedHead,
     head_message,
+    path_text,
     public_key_bytes,
     verify_signature,
 )
@@ -207,7 +208,7 @@ def prove_inclusion(run: Run, seq: int, *, head: SignedHead | None = None) -> In
     row = _row(table, seq)
     return InclusionProof(run_id=run.id, seq=seq, size=size, event_hash=hashes[seq],
                           root=tree_root(leaves).hex(),
-                          path=tuple(p.hex() for p in inclusion_proof(leaves, seq)),
+                          path=path_text(inclusion_proof(leaves, seq)),
                           prev=hashes[seq - 1] if seq else GENESIS, event=row_body(row),
                           signed_head=head)
 
@@ -228,7 +229,7 @@ def prove_consistency(run: Run, old: SignedHead, *,
     return ConsistencyProof(run_id=run.id, old_size=old.size, old_root=old.root,
                             new_size=len(hashes), new_root=tree_root(leaves).hex(),
                             new_head=hashes[-1] if hashes else GENESIS,
-                            path=tuple(p.hex() for p in consistency_proof(leaves, old.size)),
+                            path=path_text(consistency_proof(leaves, old.size)),
                             old_signed=old, new_signed=None if key is None else _sign(run.id, hashes, key))
 
 
