@@ -174,3 +174,11 @@ def test_repair_of_a_fork_whose_parent_is_gone_changes_nothing(store: Store) -> 
     with pytest.raises(StoreError, match="starts at seq 4, so it is a fork"):
         store.repair("fork")
     assert tree_bytes(store.path) == before
+
+
+def test_al_open_of_a_damaged_run_folder_names_it(two: Store) -> None:
+    import agentlog as al
+
+    with pytest.raises(RunDamagedError, match="refunds-0001"):
+        al.open(two.runs_path / "run_id=refunds-0001")
+    assert al.open(two.runs_path / "run_id=refunds-0001-approve").id == "refunds-0001-approve"
