@@ -14,8 +14,9 @@ Definitions (RFC 9162 §2.1), with SHA-256:
   smaller than ``n``.
 
 Proof generation follows §2.1.3.1 and §2.1.4.1 (``PATH`` and ``PROOF``), verification
-§2.1.3.2 and §2.1.4.2. Pure: no I/O. Functions take *leaf hashes* (already hashed with
-:func:`leaf_hash`), so a caller hashes each event once.
+§2.1.3.2 and §2.1.4.2. Pure: no I/O. Functions take *leaf hashes* (:func:`leaf_hashes`), so
+a caller hashes each event once, and a :class:`Tree` built once gives the root and any
+number of proofs without hashing again (``2n`` hashes in all for ``n`` events).
 
 >>> leaves = [leaf_hash(bytes([i]) * 32) for i in range(5)]
 >>> root = tree_root(leaves)
@@ -31,12 +32,18 @@ import hashlib
 from collections.abc import Sequence
 from typing import Final
 
-__all__ = ["EMPTY_ROOT", "consistency_proof", "inclusion_proof", "leaf_hash", "node_hash",
+__all__ = ["EMPTY_ROOT", "Tree", "consistency_proof", "inclusion_proof", "leaf_hash", "leaf_hashes", "node_hash",
            "root_from_inclusion", "tree_root", "verify_consistency", "verify_inclusion"]
 
 #: The root of the empty tree: SHA-256 of nothing.
 EMPTY_ROOT: Final = hashlib.sha256(b"").digest()
 _SIZE: Final = 32
+
+
+def leaf_hashes(hashes_hex: Sequence[str]) -> list[bytes]:
+    """The leaf hashes of events whose chain hashes (hex) are ``hashes_hex``, in one pass."""
+    sha256, fromhex = hashlib.sha256, bytes.fromhex
+    return [sha256(b"\x00" + fromhex(h)).digest() for h in hashes_hex]
 
 
 def leaf_hash(data: bytes) -> bytes:
@@ -58,12 +65,95 @@ def _split(n: int) -> int:
     return 1 << ((n - 1).bit_length() - 1)
 
 
-def tree_root(leaves: Sequence[bytes]) -> bytes:
-    """``MTH`` of the leaf hashes, in O(n) hashes and O(log n) memory per level.
+class Tree:
+    """The tree of some leaf hashes, built once (``n - 1`` node hashes); its root and proofs
+    are then read from it without hashing again.
 
-    Pairing neighbours level by level and carrying a lone last node up unchanged builds
-    exactly the left-balanced tree of RFC 6962.
+    Every level is kept: pairing neighbours level by level and carrying a lone last node up
+    unchanged builds exactly the left-balanced tree of RFC 6962, and the node at level ``j``,
+    index ``i`` is ``MTH(D[i * 2**j : min((i + 1) * 2**j, n)])``.
+
+    >>> t = Tree([leaf_hash(bytes([i])) for i in range(3)])
+    >>> t.root == tree_root(t.levels[0]), len(t.inclusion(2)), len(t.consistency(2))
+    (True, 1, 1)
     """
+
+    def __init__(self, leaves: Sequence[bytes]) -> None:
+        levels = [list(leaves)]
+        while len(levels[-1]) > 1:
+            level = levels[-1]
+            up = [node_hash(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+            if len(level) % 2:
+                up.append(level[-1])
+            levels.append(up)
+        self.levels = levels
+
+    @property
+    def size(self) -> int:
+        """How many leaves."""
+        return len(self.levels[0])
+
+    @property
+    def root(self) -> bytes:
+        """``MTH`` of all the leaves."""
+        return self.levels[-1][0] if self.size else EMPTY_ROOT
+
+    def subroot(self, a: int, b: int) -> bytes:
+        """``MTH(D[a:b])`` of a subtree the RFC's recursion uses (aligned; full, or reaching
+        the end); any other range is hashed from its leaves."""
+        j = (b - a - 1).bit_length()  # the smallest 2**j >= b - a
+        if a % (1 << j) == 0 and (b - a == 1 << j or b == self.size):
+            return self.levels[j][a >> j]
+        return tree_root(self.levels[0][a:b])  # pragma: no cover - not reached by PATH or PROOF
+
+    def inclusion(self, index: int) -> list[bytes]:
+        """``PATH(index, D[n])``: the sibling hashes from leaf ``index`` up to the root.
+
+        Raises:
+            IndexError: ``index`` is not a leaf of the tree.
+        """
+        if not 0 <= index < self.size:
+            raise IndexError(f"leaf {index} is not in a tree of {self.size} leaves")
+        siblings: list[bytes] = []
+        lo, hi = 0, self.size
+        while hi - lo > 1:  # walk down, noting the subtree on the other side at each split
+            k = _split(hi - lo)
+            if index < lo + k:
+                siblings.append(self.subroot(lo + k, hi))
+                hi = lo + k
+            else:
+                siblings.append(self.subroot(lo, lo + k))
+                lo += k
+        return siblings[::-1]  # the path is given leaf first
+
+    def consistency(self, old_size: int) -> list[bytes]:
+        """``PROOF(old_size, D[n])``: what shows the first ``old_size`` leaves are a prefix.
+
+        Raises:
+            ValueError: ``old_size`` is not in ``0..n``.
+        """
+        n = self.size
+        if not 0 <= old_size <= n:
+            raise ValueError(f"old size {old_size} is not in 0..{n}")
+        if old_size in (0, n):
+            return []
+        proof: list[bytes] = []
+        m, lo, hi, whole = old_size, 0, n, True
+        while m != hi - lo:  # SUBPROOF(m, D[lo:hi], whole)
+            k = _split(hi - lo)
+            if m <= k:
+                proof.append(self.subroot(lo + k, hi))
+                hi = lo + k
+            else:
+                proof.append(self.subroot(lo, lo + k))
+                m, lo, whole = m - k, lo + k, False
+        if not whole:
+            proof.append(self.subroot(lo, hi))
+        return proof[::-1]
+
+
+def tree_root(leaves: Sequence[bytes]) -> bytes:
+    """``MTH`` of the leaf hashes: ``n - 1`` node hashes, level by level (see :class:`Tree`)."""
     if not leaves:
         return EMPTY_ROOT
     level = list(leaves)
@@ -76,52 +166,21 @@ def tree_root(leaves: Sequence[bytes]) -> bytes:
 
 
 def inclusion_proof(leaves: Sequence[bytes], index: int) -> list[bytes]:
-    """``PATH(index, D[n])``: the sibling hashes from leaf ``index`` up to the root.
+    """``PATH(index, D[n])`` (see :meth:`Tree.inclusion`).
 
     Raises:
         IndexError: ``index`` is not a leaf of the tree.
     """
-    if not 0 <= index < len(leaves):
-        raise IndexError(f"leaf {index} is not in a tree of {len(leaves)} leaves")
-    proof: list[bytes] = []
-    lo, hi = 0, len(leaves)
-    siblings: list[bytes] = []
-    while hi - lo > 1:  # walk down, noting the subtree on the other side at each split
-        k = _split(hi - lo)
-        if index < lo + k:
-            siblings.append(tree_root(leaves[lo + k:hi]))
-            hi = lo + k
-        else:
-            siblings.append(tree_root(leaves[lo:lo + k]))
-            lo += k
-    proof.extend(reversed(siblings))  # the path is given leaf first
-    return proof
+    return Tree(leaves).inclusion(index)
 
 
 def consistency_proof(leaves: Sequence[bytes], old_size: int) -> list[bytes]:
-    """``PROOF(old_size, D[n])``: what shows the first ``old_size`` leaves are a prefix.
+    """``PROOF(old_size, D[n])`` (see :meth:`Tree.consistency`).
 
     Raises:
         ValueError: ``old_size`` is not in ``0..len(leaves)``.
     """
-    n = len(leaves)
-    if not 0 <= old_size <= n:
-        raise ValueError(f"old size {old_size} is not in 0..{n}")
-    if old_size in (0, n):
-        return []
-    proof: list[bytes] = []
-    m, lo, hi, whole = old_size, 0, n, True
-    while m != hi - lo:  # SUBPROOF(m, D[lo:hi], whole)
-        k = _split(hi - lo)
-        if m <= k:
-            proof.append(tree_root(leaves[lo + k:hi]))
-            hi = lo + k
-        else:
-            proof.append(tree_root(leaves[lo:lo + k]))
-            m, lo, whole = m - k, lo + k, False
-    if not whole:
-        proof.append(tree_root(leaves[lo:hi]))
-    return list(reversed(proof))
+    return Tree(leaves).consistency(old_size)
 
 
 def root_from_inclusion(index: int, size: int, leaf: bytes, proof: Sequence[bytes]) -> bytes | None:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..chain import GENESIS, Problem, ProblemKind
 from ..errors import ProofError, missing_dependency
-from ..merkle import consistency_proof, inclusion_proof, leaf_hash, tree_root
+from ..merkle import Tree, leaf_hashes, tree_root
 from ..proofs import (
     ConsistencyProof,
     InclusionProof,
@@ -123,7 +123,7 @@ def generate_key(path: str | os.PathLike[str]) -> str:
 
 def run_leaves(run: Run) -> list[bytes]:
     """The Merkle leaf hashes of a run's events, a fork's parent prefix included."""
-    return [leaf_hash(bytes.fromhex(h)) for h in _hashes(run)]
+    return leaf_hashes(_hashes(run))
 
 
 def sign_head(run: Run, key: str | os.PathLike[str] | Ed25519PrivateKey, *,
@@ -146,7 +146,7 @@ def _sign(run_id: str, hashes: list[str], key: str | os.PathLike[str] | Ed25519P
           signed_at_us: int | None = None) -> SignedHead:
     private = load_private_key(key)
     at = iso_time(time.time_ns() // 1000 if signed_at_us is None else signed_at_us)
-    root = tree_root([leaf_hash(bytes.fromhex(h)) for h in hashes]).hex()
+    root = tree_root(leaf_hashes(hashes)).hex()
     head = hashes[-1] if hashes else GENESIS
     signature = private.sign(head_message(run_id, len(hashes), root, head, at))
     return SignedHead(run_id=run_id, size=len(hashes), root=root, head=head, signed_at=at,
@@ -204,11 +204,10 @@ def prove_inclusion(run: Run, seq: int, *, head: SignedHead | None = None) -> In
     if not 0 <= seq < size:
         raise EventNotFoundError(run.id, seq, size)
     hashes = table.column("hash").to_pylist()[:size]
-    leaves = [leaf_hash(bytes.fromhex(h)) for h in hashes]
+    tree = Tree(leaf_hashes(hashes))
     row = _row(table, seq)
     return InclusionProof(run_id=run.id, seq=seq, size=size, event_hash=hashes[seq],
-                          root=tree_root(leaves).hex(),
-                          path=path_text(inclusion_proof(leaves, seq)),
+                          root=tree.root.hex(), path=path_text(tree.inclusion(seq)),
                           prev=hashes[seq - 1] if seq else GENESIS, event=row_body(row),
                           signed_head=head)
 
@@ -225,11 +224,11 @@ def prove_consistency(run: Run, old: SignedHead, *,
     if old.size > len(hashes):
         raise ProofError(f"run {run.id}", f"the old signed head covers {old.size} events, the run "
                                           f"has {len(hashes)}: its tail was cut")
-    leaves = [leaf_hash(bytes.fromhex(h)) for h in hashes]
+    tree = Tree(leaf_hashes(hashes))
     return ConsistencyProof(run_id=run.id, old_size=old.size, old_root=old.root,
-                            new_size=len(hashes), new_root=tree_root(leaves).hex(),
+                            new_size=len(hashes), new_root=tree.root.hex(),
                             new_head=hashes[-1] if hashes else GENESIS,
-                            path=path_text(consistency_proof(leaves, old.size)),
+                            path=path_text(tree.consistency(old.size)),
                             old_signed=old, new_signed=None if key is None else _sign(run.id, hashes, key))
 
 
@@ -253,7 +252,7 @@ def check_head(run: Run, head: SignedHead, *, public_key: str | bytes | None = N
                                         f"{head.signed_at} covers {head.size:,}: seqs {len(hashes)}–"
                                         f"{head.size - 1} were cut"))
         return problems
-    root = tree_root([leaf_hash(bytes.fromhex(h)) for h in hashes[:head.size]]).hex()
+    root = tree_root(leaf_hashes(hashes[:head.size])).hex()
     at = hashes[head.size - 1] if head.size else GENESIS
     if root != head.root or at != head.head:
         problems.append(Problem(kind=ProblemKind.HEAD_MISMATCH, seq=None,
