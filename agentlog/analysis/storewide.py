@@ -251,19 +251,31 @@ def _unreadable_segment(exc: BaseException, store: Store | None = None) -> Corru
     path = found.group(1) if found is not None else (_damaged_segment(store) if store is not None else None)
     if path is None:
         return None
-    return CorruptSegmentError(path, f"{problem}; `agentlog verify --all` names the damaged runs")
+    return CorruptSegmentError(path, f"{problem}; the store-wide tables cannot read this segment "
+                                     "(`agentlog verify --all` checks the events of every run)")
 
 
 def _damaged_segment(store: Store) -> str | None:
-    """The first segment file of the store that pyarrow cannot read, or ``None``."""
+    """The first segment file of the store that pyarrow or DuckDB cannot read, or ``None``.
+
+    DuckDB checks some Parquet metadata that pyarrow does not, so a segment whose events read
+    (and verify) with pyarrow may still stop a store-wide query.
+    """
+    import duckdb
+
     from ..errors import SchemaVersionError
     from ..store.segments import read_segment
 
-    for path in sorted(store.runs_path.glob("run_id=*/events-*.parquet")):
-        try:
-            read_segment(path)
-        except (CorruptSegmentError, SchemaVersionError):
-            return str(path)
+    con = duckdb.connect(":memory:")
+    try:
+        for path in sorted(store.runs_path.glob("run_id=*/events-*.parquet")):
+            try:
+                read_segment(path)
+                con.execute("SELECT * FROM read_parquet(?)", [str(path)]).fetchall()
+            except (CorruptSegmentError, SchemaVersionError, duckdb.Error):
+                return str(path)
+    finally:
+        con.close()
     return None
 
 
