@@ -62,7 +62,7 @@ from ..event import (
     TOOL_RESULT,
     Event,
 )
-from ._common import finite, loads, merged, pick, store_of, write_run
+from ._common import TS_MAX, TS_MIN, finite, loads, merged, pick, store_of, write_run
 from .errors import InteropFormatError
 
 if TYPE_CHECKING:
@@ -142,8 +142,10 @@ def drangue_runs(path: str | os.PathLike[str]) -> list[str]:
 
 
 def _us(ts: Any) -> int | None:
+    """Seconds since the epoch as µs; ``None`` if not a time a run can hold (years 1..9999)."""
     if isinstance(ts, (int, float)) and not isinstance(ts, bool) and math.isfinite(ts):
-        return round(ts * 1_000_000)
+        us = round(ts * 1_000_000)
+        return us if TS_MIN <= us <= TS_MAX else None
     return None
 
 

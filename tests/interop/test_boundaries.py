@@ -149,3 +149,14 @@ def test_the_cli_reports_a_bad_import_as_bad_input(run: Any, tmp_path: Path) -> 
     path.write_bytes(path.read_bytes().replace(b'"seq"', b'"s\xffq"', 1))
     assert main(["import", str(path), "--format", "jsonl", "--store", str(tmp_path / "s")]) == 2
     assert al.Store(tmp_path / "s").list_runs() == []
+
+
+def test_a_drangue_time_beyond_year_9999_takes_the_previous_time(tmp_path: Path, other: Any) -> None:
+    """Found by bench/fuzz.py: datetime.fromtimestamp raised OSError (EOVERFLOW) on it."""
+    db = tmp_path / "drangue.db"
+    drangue_sre(db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE events SET ts = 1e300 WHERE seq = 2")
+        before = conn.execute("SELECT ts FROM events WHERE seq = 1").fetchone()[0]
+    run = import_drangue(db, other)
+    assert run.verify().ok and run.event(2).ts == run.event(1).ts == round(before * 1_000_000)
