@@ -238,12 +238,18 @@ def _unreadable_segment(exc: BaseException, store: Store | None = None) -> Corru
     """A DuckDB error about a Parquet file it cannot read, as a :class:`CorruptSegmentError`
     naming the file (not a DuckDB error in the middle of a SQL dump); else ``None``.
 
-    Some damage (a broken Parquet footer) gives an error that names no file; then the store's
-    segments are read one by one to find the damaged one. A mistake in a query (a parser,
-    binder or catalog error) is never taken for damage.
+    Some damage (a broken Parquet footer) gives an error that names no file, or one whose
+    message Python cannot even decode; then the store's segments are read one by one to find
+    the damaged one. A mistake in a query (a parser, binder or catalog error) is never taken
+    for damage.
     """
     import duckdb
 
+    if isinstance(exc, UnicodeDecodeError):  # DuckDB quoted bytes of a damaged file in its message
+        path = _damaged_segment(store) if store is not None else None
+        return None if path is None else CorruptSegmentError(
+            path, f"cannot be read ({exc.reason} in DuckDB's message about it); the store-wide "
+                  "tables cannot read this segment")
     if not isinstance(exc, duckdb.Error) or isinstance(exc, _query_errors()):
         return None
     problem = str(exc).splitlines()[0]
@@ -272,7 +278,7 @@ def _damaged_segment(store: Store) -> str | None:
             try:
                 read_segment(path)
                 con.execute("SELECT * FROM read_parquet(?)", [str(path)]).fetchall()
-            except (CorruptSegmentError, SchemaVersionError, duckdb.Error):
+            except (CorruptSegmentError, SchemaVersionError, duckdb.Error, UnicodeDecodeError):
                 return str(path)
     finally:
         con.close()

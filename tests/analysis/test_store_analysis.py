@@ -204,3 +204,19 @@ def _pyarrow_reads(pq: Any, path: Any) -> bool:
     except Exception:  # noqa: BLE001 - any failure means pyarrow noticed
         return False
     return True
+
+
+def test_a_segment_whose_footer_duckdb_quotes_undecodably_is_named(tmp_path: Any) -> None:
+    """Found by bench/fuzz.py: DuckDB quotes a damaged column name in its message, which Python
+    cannot decode, so the error was a UnicodeDecodeError from store.runs()."""
+    from agentlog.errors import CorruptSegmentError
+    store = al.examples.sample_store(copy_to=tmp_path / "s")
+    segment = min((tmp_path / "s/runs/run_id=sre-0001").glob("*.parquet"))
+    data = bytearray(segment.read_bytes())
+    footer = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    name = data.index(b"caused_by", footer)  # the column's name in the Parquet schema
+    data[name + 1] = 0xDA  # a UTF-8 lead byte without its continuation
+    segment.write_bytes(bytes(data))
+    with pytest.raises(CorruptSegmentError) as caught:
+        store.runs()
+    assert caught.value.path == str(segment)
