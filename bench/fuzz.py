@@ -2,7 +2,7 @@
 many read or imported cleanly, were refused with a documented error, leaked another exception,
 hung, or lost a valid event.
 
-    python bench/fuzz.py [--cases N] [--seed S]
+    python bench/fuzz.py [--cases N] [--seed S] [--only TEXT]
 
 Uses the checks of ``tests/properties/test_fuzz_boundaries.py`` (the same mutations, drawn
 here from a seeded ``random`` so each target gets N cases). Prints progress on stderr and a
@@ -109,6 +109,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cases", type=int, default=100, help="cases per target")
     parser.add_argument("--seed", type=int, default=20261203)
+    parser.add_argument("--only", metavar="TEXT", default="",
+                        help="run only the targets whose name contains TEXT (e.g. segments, import)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     tally = Tally()
@@ -122,6 +124,8 @@ def main() -> None:
                   "store: run.json": [t for t in targets if t.endswith("run.json")],
                   "store: blobs": [t for t in targets if t.startswith("blobs/")]}
         for group, files in groups.items():
+            if args.only not in group:
+                continue
             for i in range(args.cases):
                 target = rng.choice(files)
                 mutation = byte_mutation(rng, (template / target).stat().st_size)
@@ -129,8 +133,10 @@ def main() -> None:
                 tally.run(group, lambda target=target, mutation=mutation, lines=lines:
                           check_store_mutation(template, target, mutation, lines))
             log(f"{group}: {tally.rows[group]}")
-        sources = make_sources(base)
-        for fmt in ("jsonl", "otlp", "activegraph jsonl", "activegraph sqlite", "drangue sqlite"):
+        formats = [f for f in ("jsonl", "otlp", "activegraph jsonl", "activegraph sqlite", "drangue sqlite")
+                   if args.only in f"import: {f}"]
+        sources = make_sources(base) if formats else {}
+        for fmt in formats:
             for i in range(args.cases):
                 path = base / f"case-{i}"
                 shutil.rmtree(path, ignore_errors=True)
