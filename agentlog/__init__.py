@@ -73,6 +73,10 @@ _EXPORTS: dict[str, str] = {
     "TornWALWarning": "agentlog.store:TornWALWarning",
     "VerifyReport": "agentlog.store:VerifyReport",
     "open": "agentlog.store:open",
+    # tamper evidence: signed heads and proofs
+    "SignedHead": "agentlog.proofs:SignedHead",
+    "sign_head": "agentlog.store.heads:sign_head",
+    "verify_proof": "agentlog.proofs:verify_proof",
     # analysis and display
     "RunDiff": "agentlog.analysis.rundiff:RunDiff",
     "diff": "agentlog.analysis.rundiff:diff",
@@ -129,6 +133,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .errors import ApprovalError
     from .store import (BlobStore, Durability, GCReport, Run, RunWriter, Store, TornWALWarning,
                         VerifyReport, open)
+    from .proofs import SignedHead, verify_proof
+    from .store.heads import sign_head
     from . import widgets
     from .analysis.rundiff import RunDiff, diff
     from .widgets.tabs import show

@@ -1,11 +1,21 @@
-"""The hash chain that makes any edit to a run's history detectable.
+"""The hash chain: every event's hash covers every event before it.
 
 ``hash[n] = sha256(hash[n-1] + "\\n" + body[n])`` with ``hash[-1] = GENESIS`` (64 zeros), where
 ``body[n]`` is the canonical JSON of event *n* without its hash. The genesis does not include
 the run id, so a fork's prefix carries exactly its parent's hashes.
 
-The body is built from the stored columns by string formatting, so that verifying a run never
-parses a payload: the payload column already holds canonical JSON.
+What the chain detects, exactly: a change to any stored event that leaves the later hashes as
+they were (an edit, a deletion, a swap), and, against the head and count ``run.json`` records
+when a run is closed, a change that re-chains the rest. What it cannot detect on its own is
+what someone who can write the whole store can keep consistent: a cut tail (of a run not yet
+closed, or of a closed one with ``run.json`` rewritten to match), or a log re-chained from the
+start with ``run.json`` rewritten to match. A head kept
+outside the store detects those: ``agentlog verify --expect-head``, and the signed Merkle heads
+of :mod:`agentlog.merkle` and :mod:`agentlog.proofs`.
+
+The body is built from the stored columns by string formatting, so checking the chain never
+parses a payload: the payload column already holds canonical JSON (``verify`` parses each one
+separately, to report a payload that is not a JSON object by its seq).
 
 Pure: no I/O. The store feeds rows to :func:`check_chain`.
 """
@@ -37,6 +47,8 @@ class ProblemKind:
     SCHEMA_VERSION: Final = "schema_version"
     FORK_PREFIX: Final = "fork_prefix"
     UNREADABLE: Final = "unreadable"
+    BAD_PAYLOAD: Final = "bad_payload"
+    SIGNATURE: Final = "signature"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,12 +118,26 @@ def chain_hash(prev: str, body: str) -> str:
     return hashlib.sha256(f"{prev}\n{body}".encode()).hexdigest()
 
 
+def _gap(first: int, found: int) -> Problem:
+    """Seqs ``first..found-1`` are missing: reported at the first missing seq, with the range.
+
+    >>> _gap(20000, 40000).message
+    'seqs 20000–39999 are missing (20,000 events): found seq 40000 after seq 19999'
+    """
+    count = found - first
+    what = f"seq {first} is missing" if count == 1 else f"seqs {first}–{found - 1} are missing"
+    before = f"after seq {first - 1}" if first > 0 else "first"
+    return Problem(kind=ProblemKind.SEQ_GAP, seq=first,
+                   message=f"{what} ({count:,} event{'s' if count != 1 else ''}): found seq {found} {before}")
+
+
 def check_chain(rows: Iterable[tuple[int, str, str]], *, prev: str = GENESIS,
                 start: int = 0, limit: int = 100) -> tuple[list[Problem], str, int]:
     """Check ``(seq, body, stored_hash)`` rows against the chain.
 
     After a mismatch the check goes on from the stored hash, so a single altered event is
-    reported once, at its own seq, and later independent damage is still found.
+    reported once, at its own seq, and later independent damage is still found. A gap is
+    reported at its first missing seq and names the missing range.
 
     Args:
         rows: the events in stored order.
@@ -126,13 +152,17 @@ def check_chain(rows: Iterable[tuple[int, str, str]], *, prev: str = GENESIS,
     expected, count, head = start, 0, prev
     for seq, body, stored in rows:
         count += 1
-        if seq != expected:
-            kind = ProblemKind.SEQ_DUPLICATE if seq < expected else ProblemKind.SEQ_GAP
-            problems.append(Problem(kind=kind, seq=seq, message=f"expected seq {expected}, found {seq}"))
+        if seq > expected:
+            problems.append(_gap(expected, seq))
+        elif seq < expected:
+            problems.append(Problem(kind=ProblemKind.SEQ_DUPLICATE, seq=seq,
+                                    message=f"expected seq {expected}, found {seq} again"))
         actual = chain_hash(head, body)
         if actual != stored:
+            after_gap = " (it cannot follow the event before the gap)" if seq > expected else ""
             problems.append(Problem(kind=ProblemKind.CHAIN_BROKEN, seq=seq,
-                                    message=f"stored hash {stored[:12]}… but the event hashes to {actual[:12]}…"))
+                                    message=f"stored hash {stored[:12]}… but the event hashes to "
+                                            f"{actual[:12]}…{after_gap}"))
         head, expected = stored, max(expected, seq) + 1
         if len(problems) >= limit:
             break

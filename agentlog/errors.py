@@ -8,6 +8,7 @@
     ├── MissingDependencyError (ImportError)   an optional extra is not installed
     ├── EventSchemaError (ValueError)          a payload that does not fit its event type
     │   └── EventVersionError                  a payload newer than this agentlog knows
+    ├── ProofError (ValueError)                a signed head, proof or key that cannot be used
     ├── StoreError                             files on disk
     │   ├── StorePathError (NotADirectoryError)
     │   ├── RunNotFoundError (LookupError)
@@ -15,9 +16,11 @@
     │   ├── RunExistsError (FileExistsError)
     │   ├── RunLockedError
     │   ├── RunClosedError
+    │   ├── RunDamagedError                    a run folder whose run.json is missing or invalid
     │   ├── SchemaVersionError
     │   ├── CorruptSegmentError
     │   ├── CorruptWALError
+    │   ├── CorruptEventError                  a stored event whose payload cannot be read
     │   ├── BlobNotFoundError (FileNotFoundError)
     │   ├── BlobIntegrityError
     │   ├── EventNotFoundError (IndexError)
@@ -62,6 +65,7 @@ __all__ = [
     "CanonicalJSONError",
     "CheckpointError",
     "CheckpointWarning",
+    "CorruptEventError",
     "CorruptSegmentError",
     "CorruptWALError",
     "DivergenceError",
@@ -75,11 +79,13 @@ __all__ = [
     "PatchError",
     "PatchTestError",
     "PricingError",
+    "ProofError",
     "RecordError",
     "ReducerError",
     "ReplayError",
     "ReplayMissError",
     "RunClosedError",
+    "RunDamagedError",
     "RunExistsError",
     "RunLockedError",
     "RunNotFoundError",
@@ -128,6 +134,20 @@ def missing_dependency(module: str, extra: str) -> MissingDependencyError:
     "ipywidgets is needed for this; pip install 'agentlog[notebook]'"
     """
     return MissingDependencyError(f"{module} is needed for this; pip install 'agentlog[{extra}]'")
+
+
+class ProofError(AgentlogError, ValueError):
+    """A signed head, an inclusion or consistency proof, or a signing key cannot be used
+    (malformed, wrong kind, unreadable); ``where`` names the file and ``field`` the field.
+
+    A proof that is well formed but does not verify is not an error: the check's result
+    says so.
+    """
+
+    def __init__(self, where: str, problem: str, *, field: str | None = None) -> None:
+        self.where, self.problem, self.field = where, problem, field
+        what = f"field {field}: " if field else ""
+        super().__init__(f"{where}: {what}{problem}")
 
 
 # --- store -----------------------------------------------------------------------------------
@@ -236,6 +256,15 @@ class RunClosedError(StoreError):
         super().__init__(f"run {run_id!r}: this writer is closed; open a new one with store.writer({run_id!r})")
 
 
+class RunDamagedError(StoreError):
+    """A run folder whose ``run.json`` is missing or invalid; ``agentlog repair`` rebuilds it."""
+
+    def __init__(self, run_id: str, path: str, problem: str) -> None:
+        self.run_id, self.path, self.problem = run_id, path, problem
+        super().__init__(f"run {run_id!r} is damaged: {path}: {problem}; "
+                         f"agentlog repair {run_id} rebuilds its run.json from its events")
+
+
 class SchemaVersionError(StoreError):
     """A run or segment was written by a newer agentlog."""
 
@@ -259,6 +288,16 @@ class CorruptWALError(StoreError):
     def __init__(self, path: str, line: int, problem: str) -> None:
         self.path, self.line, self.problem = path, line, problem
         super().__init__(f"{path}:{line}: {problem}")
+
+
+class CorruptEventError(StoreError):
+    """A stored event that cannot be read (its payload is not a JSON object, a blob
+    reference in it is malformed); names the file, the run and the seq."""
+
+    def __init__(self, path: str, run_id: str, seq: int, problem: str) -> None:
+        self.path, self.run_id, self.seq, self.problem = path, run_id, seq, problem
+        super().__init__(f"{path}: run {run_id!r}, seq {seq}: {problem}; "
+                         f"agentlog verify {run_id} checks the whole run")
 
 
 class BlobNotFoundError(StoreError, FileNotFoundError):

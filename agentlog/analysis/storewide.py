@@ -112,17 +112,22 @@ class StoreSnapshot:
 
 def scan(store: Store) -> StoreSnapshot:
     """List the store's runs, segment files and WAL tails (see the module docstring)."""
-    from ..errors import StoreError
+    from ..chain import GENESIS
+    from ..errors import RunDamagedError, StoreError
     from ..store.meta import read_meta, run_dir_name
     from ..store.segments import parse_segment_name
+    from ..store.snapshot import SegmentCache, load_snapshot
 
     snap = StoreSnapshot()
     for run_id in store.list_runs():
         run_dir = store.runs_path / run_dir_name(run_id)
+        readable = True
         try:
             meta = read_meta(run_dir)
-        except (StoreError, FileNotFoundError):
-            meta = {"status": "unreadable"}
+        except StoreError as exc:
+            # listed, never skipped: `agentlog verify` says what is wrong, `agentlog repair` mends it
+            readable = False
+            meta = {"status": "damaged" if isinstance(exc, RunDamagedError) else "unreadable"}
         parent = meta.get("parent") or {}
         snap.metas.append({
             "run_id": run_id, "name": meta.get("name"), "status": str(meta.get("status", "open")),
@@ -131,8 +136,10 @@ def scan(store: Store) -> StoreSnapshot:
             "fork_seq": None if not parent else int(parent["seq"]),
         })
         if (run_dir / "wal.jsonl").exists():
-            run = store.run(run_id, exact=True)
-            held = run._snapshot()
+            if readable:
+                held = store.run(run_id, exact=True)._snapshot()
+            else:  # its own files only, read leniently: its parent (if any) is unknown
+                held = load_snapshot(run_dir, start=0, prev=GENESIS, cache=SegmentCache(), strict=False)
             snap.files.extend(str(seg.path) for seg in held.segments)
             if held.tail:
                 tail = held.tail_table()
@@ -213,33 +220,77 @@ def connect(store: Store, snapshot: StoreSnapshot | None = None) -> duckdb.DuckD
         con.execute(f"CREATE VIEW tool_calls AS {tool_calls_sql('run_events')}")
     except BaseException as exc:
         con.close()
-        if (corrupt := _unreadable_segment(exc)) is not None:
+        if (corrupt := _unreadable_segment(exc, store)) is not None:
             raise corrupt from exc
         raise
     return con
 
 
-_FILE_IN_ERROR: Final = re.compile(r"file '([^']+\.parquet)'")
+_FILE_IN_ERROR: Final = re.compile(r"file '([^']+\.parquet)'", re.IGNORECASE)
 
 
-def _unreadable_segment(exc: BaseException) -> CorruptSegmentError | None:
+def _query_errors() -> tuple[type[BaseException], ...]:
+    import duckdb
+    return (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException)
+
+
+def _unreadable_segment(exc: BaseException, store: Store | None = None) -> CorruptSegmentError | None:
     """A DuckDB error about a Parquet file it cannot read, as a :class:`CorruptSegmentError`
-    naming the file (not a DuckDB error in the middle of a SQL dump); else ``None``."""
+    naming the file (not a DuckDB error in the middle of a SQL dump); else ``None``.
+
+    Some damage (a broken Parquet footer) gives an error that names no file, or one whose
+    message Python cannot even decode; then the store's segments are read one by one to find
+    the damaged one. A mistake in a query (a parser, binder or catalog error) is never taken
+    for damage.
+    """
     import duckdb
 
-    found = _FILE_IN_ERROR.search(str(exc)) if isinstance(exc, duckdb.Error) else None
-    if found is None:
+    if isinstance(exc, UnicodeDecodeError):  # DuckDB quoted bytes of a damaged file in its message
+        path = _damaged_segment(store) if store is not None else None
+        return None if path is None else CorruptSegmentError(
+            path, f"cannot be read ({exc.reason} in DuckDB's message about it); the store-wide "
+                  "tables cannot read this segment")
+    if not isinstance(exc, duckdb.Error) or isinstance(exc, _query_errors()):
         return None
     problem = str(exc).splitlines()[0]
-    return CorruptSegmentError(found.group(1), f"{problem}; `agentlog verify --all` names the damaged runs")
+    found = _FILE_IN_ERROR.search(str(exc))
+    path = found.group(1) if found is not None else (_damaged_segment(store) if store is not None else None)
+    if path is None:
+        return None
+    return CorruptSegmentError(path, f"{problem}; the store-wide tables cannot read this segment "
+                                     "(`agentlog verify --all` checks the events of every run)")
 
 
-def _arrow(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:
+def _damaged_segment(store: Store) -> str | None:
+    """The first segment file of the store that pyarrow or DuckDB cannot read, or ``None``.
+
+    DuckDB checks some Parquet metadata that pyarrow does not, so a segment whose events read
+    (and verify) with pyarrow may still stop a store-wide query.
+    """
+    import duckdb
+
+    from ..errors import SchemaVersionError
+    from ..store.segments import read_segment
+
+    con = duckdb.connect(":memory:")
+    try:
+        for path in sorted(store.runs_path.glob("run_id=*/events-*.parquet")):
+            try:
+                read_segment(path)
+                con.execute("SELECT * FROM read_parquet(?)", [str(path)]).fetchall()
+            except (CorruptSegmentError, SchemaVersionError, duckdb.Error, UnicodeDecodeError):
+                return str(path)
+    finally:
+        con.close()
+    return None
+
+
+def _arrow(con: duckdb.DuckDBPyConnection, query: str, store: Store | None = None) -> pa.Table:
     """``query``'s result as a pyarrow Table (see :func:`_unreadable_segment` for errors)."""
     try:
         return con.sql(query).to_arrow_table()
     except Exception as exc:
-        if (corrupt := _unreadable_segment(exc)) is not None:
+        if (corrupt := _unreadable_segment(exc, store)) is not None:
             raise corrupt from exc
         raise
 
@@ -248,7 +299,7 @@ def sql(store: Store, query: str) -> pd.DataFrame:
     """Run ``query`` over the views of :func:`connect` and return a DataFrame."""
     con = connect(store)
     try:
-        return C.arrow_to_frame(_arrow(con, query))
+        return C.arrow_to_frame(_arrow(con, query, store))
     finally:
         con.close()
 
@@ -264,7 +315,7 @@ def runs(store: Store, *, verify: bool = False) -> pd.DataFrame:
     """
     con = connect(store)
     try:
-        frame = C.to_frame(_arrow(con, "SELECT * FROM runs"), C.RUNS)
+        frame = C.to_frame(_arrow(con, "SELECT * FROM runs", store), C.RUNS)
     finally:
         con.close()
     if verify:
@@ -311,7 +362,7 @@ def events(store: Store, where: str | pc.Expression | None = None,
         try:
             cols = ", ".join(f'"{n}"' for n in names)
             cond = f"WHERE {where}" if where else ""
-            table = _arrow(con, f"SELECT {cols} FROM events {cond} ORDER BY run_id, seq")
+            table = _arrow(con, f"SELECT {cols} FROM events {cond} ORDER BY run_id, seq", store)
         finally:
             con.close()
         return C.to_frame(table, spec)
@@ -358,7 +409,7 @@ def cost(store: Store, by: str | Sequence[str] = ("run", "model", "day")) -> pd.
     keys = check_keys(by, STORE_COST_KEYS)
     con = connect(store)
     try:
-        table = _arrow(con, cost_sql("events", "run_events", keys))
+        table = _arrow(con, cost_sql("events", "run_events", keys), store)
     finally:
         con.close()
     return C.to_frame(table, C.cost_spec(keys))

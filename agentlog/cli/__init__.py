@@ -9,6 +9,7 @@ _rerun      ``replay``, ``fork``
 _files      ``export``, ``import``, ``report``
 _checkpoint ``checkpoint``
 _serve      ``serve`` (an OTLP/HTTP endpoint)
+_integrity  ``repair``, ``keygen``, ``sign``, ``prove``, ``verify-proof``
 _demo       ``demo``
 ==========  ======================================================================================
 
@@ -24,7 +25,7 @@ from collections.abc import Sequence
 
 import click
 
-from . import _checkpoint, _demo, _files, _inspect, _rerun, _serve  # they register their commands
+from . import _checkpoint, _demo, _files, _inspect, _integrity, _rerun, _serve  # they register their commands
 from ._app import cli
 from ._util import ExitCode, report_error
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -76,6 +77,10 @@ def ls_command(as_json: bool) -> None:
     if frame["parent"].notna().any():
         click.echo("cost: the run's whole history, a fork's inherited prefix included; paid: its own "
                    "events only (what `agentlog cost` sums)")
+    damaged = frame.loc[frame["status"].isin(["damaged", "unreadable"]), "run_id"].tolist()
+    if damaged:
+        click.echo(f"{len(damaged)} damaged run{'s' if len(damaged) != 1 else ''} ({', '.join(damaged)}): "
+                   "`agentlog verify RUN` says what is wrong, `agentlog repair RUN` rebuilds a lost run.json")
 
 
 # --- show ----------------------------------------------------------------------------------------
@@ -158,22 +163,40 @@ def verify_json(report: VerifyReport) -> dict[str, Any]:
 @cli.command("verify")
 @click.argument("runs", nargs=-1, metavar="[RUN]...")
 @click.option("--all", "all_runs", is_flag=True, help="Verify every run of the store.")
-@click.option("--expect-head", metavar="HASH",
-              help="The head hash kept elsewhere (at least 8 hex digits); one RUN only.")
+@click.option("--expect-head", metavar="HEAD",
+              help="A head kept elsewhere: a signed head file (agentlog sign), or the head hash "
+                   "(at least 8 hex digits); one RUN only.")
+@click.option("--public-key", metavar="KEY",
+              help="With a signed head: require it to be signed by this key (PEM file or base64).")
 @JSON_OPTION
-def verify_command(runs: Sequence[str], all_runs: bool, expect_head: str | None, as_json: bool) -> None:
-    """Check the hash chain, seqs, blobs, head and fork prefix of RUNs (or --all).
+def verify_command(runs: Sequence[str], all_runs: bool, expect_head: str | None, public_key: str | None,
+                   as_json: bool) -> None:
+    """Check the hash chain, seqs, payloads, blobs, head and fork prefix of RUNs (or --all).
 
-    Exits 1 if any run has a problem (the first bad seq is named) or its head is not
+    Alone, verify detects any change to a closed run's events and any damage; it cannot
+    detect a cut tail of a run still open, or a history re-chained with run.json rewritten
+    to match. --expect-head with a head kept outside the store detects both.
+
+    Exits 1 if any run has a problem (the first bad seq is named) or RUN does not match
     --expect-head.
     """
+    from ..errors import RunDamagedError
+    from ..store.verify import unreadable_report, with_problems
+    from ._integrity import public_key_arg, read_head_arg
+
     if bool(runs) == all_runs:
         fail(ExitCode.BAD_INPUT, "verify: give one or more RUNs, or --all")
+    signed = None
     if expect_head is not None:
         if len(runs) != 1:
             fail(ExitCode.BAD_INPUT, "verify --expect-head needs exactly one RUN")
-        if len(expect_head) < 8 or any(c not in "0123456789abcdef" for c in expect_head.lower()):
-            fail(ExitCode.BAD_INPUT, f"--expect-head {expect_head!r}: at least 8 hex digits")
+        if Path(expect_head).expanduser().is_file():
+            signed = read_head_arg(expect_head)
+        elif len(expect_head) < 8 or any(c not in "0123456789abcdef" for c in expect_head.lower()):
+            fail(ExitCode.BAD_INPUT, f"--expect-head {expect_head!r}: a signed head file, or at least "
+                                     "8 hex digits of a head hash")
+    if public_key is not None and signed is None:
+        fail(ExitCode.BAD_INPUT, "--public-key goes with --expect-head SIGNED_HEAD_FILE")
     store = options.store()
     reports: list[VerifyReport] = []
     if all_runs:
@@ -182,22 +205,36 @@ def verify_command(runs: Sequence[str], all_runs: bool, expect_head: str | None,
             fail(ExitCode.NOT_FOUND, f"no runs in {store.path}")
         reports.extend(verify_id(store, rid) for rid in progress(ids, desc="verify", unit="run"))
     else:
-        for r in progress(list(open_runs(runs)), desc="verify", unit="run"):
-            reports.append(r.verify())
+        for ref in progress(list(runs), desc="verify", unit="run"):
+            try:
+                run = open_run(ref, store)
+            except RunDamagedError as exc:  # a damaged run is a finding, not a reason to stop
+                reports.append(unreadable_report(exc.run_id, exc))
+                continue
+            report = run.verify()
+            if signed is not None:
+                from ..store.heads import check_head
+                report = with_problems(report, check_head(run, signed, public_key=public_key_arg(public_key)))
+            reports.append(report)
     head_ok = True
-    if expect_head is not None:
+    if expect_head is not None and signed is None:
         head_ok = reports[0].head.lower().startswith(expect_head.lower())
     bad = [rep for rep in reports if not rep.ok]
     if as_json:
         out = [verify_json(rep) for rep in reports]
         if expect_head is not None:
-            out[0]["expected_head"] = expect_head
-            out[0]["head_ok"] = head_ok
+            out[0]["expected_head"] = signed.to_json() if signed is not None else expect_head
+            out[0]["head_ok"] = head_ok and reports[0].ok if signed is not None else head_ok
         echo_json(out if len(out) != 1 or all_runs else out[0])
     else:
         for rep in reports:
             click.echo(str(rep))
-        if expect_head is not None:
+        if signed is not None and reports[0].ok:
+            rep = reports[0]
+            grown = f", and {rep.events - signed.size:,} events since" if rep.events > signed.size else ""
+            click.echo(f"run {rep.run_id}: holds the {signed.size:,} events signed at {signed.signed_at} by "
+                       f"key {signed.key_id}{' (pinned)' if public_key else ''}, unchanged{grown}")
+        elif expect_head is not None and signed is None:
             rep = reports[0]
             if head_ok:
                 click.echo(f"run {rep.run_id}: head {rep.head[:12]}… is the expected head")

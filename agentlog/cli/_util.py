@@ -109,13 +109,14 @@ def open_run(ref: str, store: Store | None = None) -> Run:
 
     Raises:
         CLIError: no such run (exit 3), or an ambiguous prefix (exit 2, listing the candidates).
+        RunDamagedError: the run's ``run.json`` is missing or invalid (exit 4).
     """
     from ..errors import AmbiguousRunError
     from ..store.meta import RUN_JSON, run_id_of
     from ..store.store import Store
 
     path = Path(ref).expanduser()
-    if path.is_dir() and (path / RUN_JSON).is_file():
+    if path.is_dir() and ((path / RUN_JSON).is_file() or run_id_of(path.name) is not None):
         rid = run_id_of(path.name)
         if rid is None:
             fail(ExitCode.BAD_INPUT, f"{ref}: a run folder is named run_id=<id>")
@@ -167,6 +168,7 @@ def error_code(exc: BaseException) -> ExitCode:
         EventNotFoundError,
         NotReplayableError,
         PatchError,
+        ProofError,
         RunNotFoundError,
         StoreError,
     )
@@ -182,7 +184,7 @@ def error_code(exc: BaseException) -> ExitCode:
         return ExitCode.BAD_INPUT
     if isinstance(exc, DivergenceError):
         return ExitCode.CHECK_FAILED
-    if isinstance(exc, (InteropError, CanonicalJSONError, PatchError, NotReplayableError)):
+    if isinstance(exc, (InteropError, CanonicalJSONError, PatchError, NotReplayableError, ProofError)):
         return ExitCode.BAD_INPUT
     if isinstance(exc, StoreError):
         return ExitCode.STORE

@@ -24,7 +24,7 @@ from .errors import InteropFormatError
 if TYPE_CHECKING:
     from ..store import Run, Store
 
-__all__ = ["SOURCE_TAG", "Clock", "Source", "chosen", "finite", "import_run_id", "iso_to_us", "json_values",
+__all__ = ["SOURCE_TAG", "Clock", "Source", "check_event", "chosen", "finite", "import_run_id", "iso_to_us", "json_values",
            "loads", "no_gc", "read_text", "renumber_cause", "source_name", "store_of", "write_or_extend",
            "write_run"]
 
@@ -70,15 +70,25 @@ def loads(text: str) -> Any:
 
 
 def finite(value: Any) -> Any:
-    """``value`` with non-finite floats (which canonical JSON refuses) turned into strings.
+    """``value`` with what canonical JSON cannot hold made text: non-finite floats, bytes
+    (as hex), lone surrogates (backslash-escaped), non-string keys.
 
-    >>> finite({"x": [float("nan"), 1.5]})
-    {'x': ['nan', 1.5]}
+    >>> finite({"x": [float("nan"), 1.5], 1: b"\\x00"})
+    {'x': ['nan', 1.5], '1': '00'}
     """
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
+    if isinstance(value, str):
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
     if isinstance(value, Mapping):
-        return {str(k): finite(v) for k, v in value.items()}
+        return {finite(k) if isinstance(k, str) else str(finite(k)): finite(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [finite(v) for v in value]
     return value
@@ -156,21 +166,33 @@ def store_of(store: Store | str | os.PathLike[str]) -> Store:
 
 def write_run(store: Store, events: Sequence[Event], *, run_id: str | None, name: str | None,
               tags: Mapping[str, Any] | Iterable[str] | None, created_us: int | None = None,
-              status: str = "closed") -> Run:
+              status: str = "closed", where: str = "") -> Run:
     """Write events that already carry their seq, ts, cause and usage as a new run.
 
     ``created`` is the first event's time (or ``created_us``), ``closed`` the last one's, so
-    an import of the same file gives the same ``run.json`` apart from the id.
+    an import of the same file gives the same ``run.json`` apart from the id. The events'
+    fields are checked before the run is created.
 
     Raises:
         RunExistsError: ``run_id`` is taken.
+        InteropFormatError: an event field of the wrong type or range (nothing is written), or
+            a payload the writer refuses (the run is closed as failed); naming ``where`` (the
+            source file) and the seq.
     """
+    for event in events:
+        check_event(event, where)
     first = events[0].ts if events else 0
     clock = Clock(first if created_us is None else created_us)
-    writer = store.create_run(run_id=run_id, name=name, tags=tags, clock=clock, durability="batch")
+    writer = store.create_run(run_id=run_id, name=name, tags=finite(tags), clock=clock,
+                              durability="batch")
     try:
         for event in events:
-            writer.append(event)
+            try:
+                writer.append(event)
+            except (TypeError, ValueError) as exc:  # CanonicalJSONError and blob refs included
+                if isinstance(exc, InteropFormatError):
+                    raise
+                raise InteropFormatError(where or "<source>", None, f"seq {event.seq}: {exc}") from None
     except BaseException:
         writer.close("failed")
         raise
@@ -178,6 +200,49 @@ def write_run(store: Store, events: Sequence[Event], *, run_id: str | None, name
         clock.us = max(e.ts for e in events)
     writer.close(status)
     return store.run(writer.id, exact=True)
+
+
+_INT64 = 2**63
+#: The range of ``ts`` a run can hold: years 1 to 9999 (what a datetime can show).
+TS_MIN, TS_MAX = -62_135_596_800_000_000, 253_402_300_799_999_999
+
+
+def check_event(event: Event, where: str) -> None:
+    """Refuse an event whose fields do not fit the event table, before anything is written.
+
+    Raises:
+        InteropFormatError: naming ``where``, the seq and the field.
+    """
+    def bad(field: str, problem: str) -> InteropFormatError:
+        return InteropFormatError(where or "<source>", None, f"seq {event.seq}: {problem}", field=field)
+
+    for name in ("type", "actor", "span_id", "model"):
+        value = getattr(event, name)
+        if value is None and name != "type":
+            continue
+        if not isinstance(value, str):
+            raise bad(name, f"must be a string, got {type(value).__name__}")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise bad(name, "is not valid UTF-8 text") from None
+    for name in ("caused_by", "input_tokens", "output_tokens", "cached_tokens"):
+        value = getattr(event, name)
+        if value is not None and (type(value) is not int or not -_INT64 <= value < _INT64):
+            raise bad(name, f"must be an int64, got {value!r:.40}")
+    for name in ("cost_usd", "duration_ms"):
+        value = getattr(event, name)
+        if value is not None and (type(value) not in (int, float) or not _finite(value)):
+            raise bad(name, f"must be a finite number, got {value!r:.40}")
+    if type(event.ts) is not int or not TS_MIN <= event.ts <= TS_MAX:
+        raise bad("ts", f"must be a time in years 1..9999 (µs since the epoch), got {event.ts!r:.40}")
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def renumber_cause(old: int | None, old_to_new: Mapping[int, int], seq: int) -> int | None:
@@ -213,7 +278,7 @@ def _same_prefix(run: Run, events: Sequence[Event]) -> bool:
 
 
 def write_or_extend(store: Store, events: Sequence[Event], *, run_id: str, name: str | None,
-                    tags: Mapping[str, Any], created_us: int | None = None) -> Run:
+                    tags: Mapping[str, Any], created_us: int | None = None, where: str = "") -> Run:
     """Write events as run ``run_id``; if it exists with the same first events, append the
     ones it does not have yet (nothing, for a run imported before).
 
@@ -223,7 +288,10 @@ def write_or_extend(store: Store, events: Sequence[Event], *, run_id: str, name:
     from ..errors import RunExistsError
 
     if run_id not in store:
-        return write_run(store, events, run_id=run_id, name=name, tags=tags, created_us=created_us)
+        return write_run(store, events, run_id=run_id, name=name, tags=tags, created_us=created_us,
+                         where=where)
+    for event in events:
+        check_event(event, where)
     run = store.run(run_id, exact=True)
     if not _same_prefix(run, events):
         raise RunExistsError(run_id)
@@ -251,7 +319,7 @@ def chosen(runs: Mapping[str, Any], run: str | None, where: str, system: str) ->
     if run is not None:
         if run not in runs:
             raise InteropFormatError(where, None, f"no {system} run {run!r}; the file has "
-                                                  f"{', '.join(sorted(runs)) or 'none'}")
+                                                  f"{', '.join(sorted(map(str, runs))) or 'none'}")
         return [run]
     return sorted(runs)
 

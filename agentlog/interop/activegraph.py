@@ -147,6 +147,10 @@ def _event(obj: Mapping[str, Any], where: str, line: int | None) -> SourceEvent:
         payload = {}
     if not isinstance(payload, Mapping):
         raise InteropFormatError(where, line, "must be an object", field="payload")
+    for key in ("actor", "frame_id", "caused_by", "timestamp"):
+        if obj.get(key) is not None and not isinstance(obj[key], str):
+            raise InteropFormatError(where, line, f"must be a string or null, got {type(obj[key]).__name__}"
+                                                  f" (event {obj['id']})", field=key)
     return SourceEvent(id=obj["id"], type=obj["type"], payload=payload, actor=obj.get("actor"),
                        frame_id=obj.get("frame_id"), caused_by=obj.get("caused_by"),
                        timestamp=str(obj.get("timestamp") or ""))
@@ -166,13 +170,17 @@ def _sqlite_runs(path: Path) -> dict[str, SourceRun]:
         if version is not None and str(version[0]) != "1":
             raise InteropFormatError(where, None, f"ActiveGraph store schema_version {version[0]!r}; "
                                                   "this reader knows version 1", field="schema_version")
-        info = {r["run_id"]: dict(r) for r in conn.execute("SELECT * FROM runs")} if "runs" in tables else {}
+        info = {r["run_id"]: dict(r) for r in conn.execute("SELECT * FROM runs")
+                if isinstance(r["run_id"], str)} if "runs" in tables else {}
         union = "SELECT seq, id, type, actor, payload, frame_id, caused_by, timestamp, run_id FROM events"
         if "events_archive" in tables:
             union = ("SELECT seq, id, type, actor, payload, frame_id, caused_by, timestamp, run_id "
                      f"FROM events_archive UNION ALL {union}")
         runs: dict[str, list[SourceEvent]] = {}
         for row in conn.execute(f"SELECT * FROM ({union}) ORDER BY run_id, seq"):
+            if not isinstance(row["run_id"], str):
+                raise InteropFormatError(where, None, f"an event's run_id is a {type(row['run_id']).__name__}, "
+                                                      f"not text (event {row['id']!r:.40})", field="run_id")
             runs.setdefault(row["run_id"], []).append(_event(dict(row), where, None))
     except sqlite3.DatabaseError as exc:
         raise InteropFormatError(where, None, f"cannot read the SQLite store ({exc})") from None
@@ -190,7 +198,10 @@ def _jsonl_runs(path: Path) -> dict[str, SourceRun]:
         if not isinstance(obj, Mapping):
             raise InteropFormatError(where, line, "expected an ActiveGraph event object")
         if "event" in obj and "context" in obj:  # JSONLEventSink envelope
-            run_id = str((obj.get("context") or {}).get("run_id") or "run")
+            context = obj.get("context") or {}
+            if not isinstance(context, Mapping):
+                raise InteropFormatError(where, line, "must be an object", field="context")
+            run_id = str(context.get("run_id") or "run")
             event = obj["event"]
         else:  # export-trace: one event per line, one run per file
             run_id, event = path.stem, obj
@@ -288,7 +299,7 @@ class _Mapper:
         patch = _obj(p, "patch")
         target = p.get("target") or patch.get("target")
         value = patch.get("value")
-        if target not in self.objects or not isinstance(value, Mapping):
+        if not isinstance(target, str) or target not in self.objects or not isinstance(value, Mapping):
             return None
         return ObjectUpdated(id=str(target), data=finite(value))
 
@@ -304,7 +315,8 @@ class _Mapper:
         from ..keys import canonical_request, llm_key
 
         prompt = _obj(p, "prompt")
-        messages = list(prompt.get("messages") or [])
+        given = prompt.get("messages")
+        messages: list[Any] = list(given) if isinstance(given, list) else []
         if prompt.get("system"):
             messages = [{"role": "system", "content": prompt["system"]}, *messages]
         params = {k: prompt[k] for k in ("max_tokens", "temperature", "top_p") if k in prompt}
@@ -445,5 +457,6 @@ def import_activegraph(path: str | os.PathLike[str], store: Store | str | os.Pat
         first = source.events[0] if source.events else None
         identity = (first.id, first.type, first.timestamp) if first is not None else None
         out.append(write_or_extend(target, map_run(source), run_id=run_id or import_run_id(
-            "activegraph", source.run_id, identity), name=str(label), tags=tags))
+            "activegraph", source.run_id, identity), name=str(label), tags=tags,
+            where=f"{where} (ActiveGraph run {source.run_id})"))
     return out

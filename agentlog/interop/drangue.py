@@ -72,7 +72,7 @@ from ..events import (
     Usage,
     with_origin,
 )
-from ._common import SOURCE_TAG, chosen, finite, import_run_id, loads, store_of, write_or_extend
+from ._common import SOURCE_TAG, TS_MAX, TS_MIN, chosen, finite, import_run_id, loads, store_of, write_or_extend
 from .errors import InteropFormatError
 
 if TYPE_CHECKING:
@@ -122,6 +122,16 @@ def read_drangue(path: str | os.PathLike[str]) -> dict[str, list[SourceEvent]]:
         conn.close()
     runs: dict[str, list[SourceEvent]] = {}
     for run_id, seq, type_, payload, ts, duration in rows:
+        at = f"run {run_id!r:.40} seq {seq!r:.20}"
+        if type(seq) is not int or not isinstance(type_, str) or not isinstance(run_id, str):
+            raise InteropFormatError(where, None, f"{at}: run_id and type must be text, seq an integer")
+        if not isinstance(payload, (str, type(None))):
+            raise InteropFormatError(where, None, f"{at}: payload must be JSON text, got "
+                                                  f"{type(payload).__name__}", field="payload")
+        for name, value in (("ts", ts), ("duration_ms", duration)):
+            if value is not None and (type(value) not in (int, float) or not math.isfinite(value)):
+                raise InteropFormatError(where, None, f"{at}: {name} must be a number or null, got "
+                                                      f"{value!r:.40}", field=name)
         try:
             data = loads(payload) if payload else {}
         except ValueError as exc:
@@ -130,7 +140,7 @@ def read_drangue(path: str | os.PathLike[str]) -> dict[str, list[SourceEvent]]:
         if not isinstance(data, Mapping):
             raise InteropFormatError(where, None, f"run {run_id} seq {seq}: payload is not an object",
                                      field="payload")
-        runs.setdefault(str(run_id), []).append(SourceEvent(int(seq), str(type_), data, ts, duration))
+        runs.setdefault(run_id, []).append(SourceEvent(seq, type_, data, ts, duration))
     return runs
 
 
@@ -140,8 +150,10 @@ def drangue_runs(path: str | os.PathLike[str]) -> list[str]:
 
 
 def _us(ts: Any) -> int | None:
+    """Seconds since the epoch as µs; ``None`` if not a time a run can hold (years 1..9999)."""
     if isinstance(ts, (int, float)) and not isinstance(ts, bool) and math.isfinite(ts):
-        return round(ts * 1_000_000)
+        us = round(ts * 1_000_000)
+        return us if TS_MIN <= us <= TS_MAX else None
     return None
 
 
@@ -149,7 +161,7 @@ def _message(p: Mapping[str, Any]) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": p.get("text")}
     calls = [{"id": c.get("id"), "type": "function",
               "function": {"name": c.get("name"), "arguments": finite(c.get("arguments"))}}
-             for c in p.get("tool_calls") or () if isinstance(c, Mapping)]
+             for c in _calls(p)]
     if calls:
         message["tool_calls"] = calls
     return message
@@ -157,6 +169,12 @@ def _message(p: Mapping[str, Any]) -> dict[str, Any]:
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
+
+
+def _calls(p: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A decision's tool calls that are objects (drangue writes a list of them)."""
+    calls = p.get("tool_calls")
+    return [c for c in calls if isinstance(c, Mapping)] if isinstance(calls, list) else []
 
 
 class _Mapper:
@@ -209,12 +227,13 @@ class _Mapper:
         from ..capture.usage import normalize_usage
 
         p = e.payload
-        for c in p.get("tool_calls") or ():
-            if isinstance(c, Mapping) and c.get("id") is not None:
+        for c in _calls(p):
+            if isinstance(c.get("id"), (str, int)):
                 self.decision_of[str(c["id"])] = seq
                 self.args_of[str(c["id"])] = finite(c.get("arguments"))
         model = p.get("model") if isinstance(p.get("model"), str) else None
-        found = normalize_usage(p["usage"], provider="anthropic") if p.get("usage") else None
+        raw = p.get("usage")
+        found = normalize_usage(raw, provider="anthropic") if isinstance(raw, Mapping) and raw else None
         cost = None
         if found is not None and model:
             cost = pricing.cost(model, found, provider=None, when=datetime.fromtimestamp(ts / 1e6, tz=UTC))
@@ -286,5 +305,6 @@ def import_drangue(path: str | os.PathLike[str], store: Store | str | os.PathLik
         first = (events[0].type, events[0].payload, events[0].ts) if events else None
         tags = {SOURCE_TAG: "drangue", "source_run": source, "source_file": Path(where).name}
         out.append(write_or_extend(target, map_events(events), run_id=run_id or import_run_id("drangue", source, first),
-                                   name=name or _label(source, events), tags=tags))
+                                   name=name or _label(source, events), tags=tags,
+                                   where=f"{where} (drangue run {source})"))
     return out

@@ -40,7 +40,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
@@ -49,7 +49,7 @@ from ..canonical import canonical_json
 from ..chain import GENESIS, chain_hash, event_body
 from ..errors import BlobNotFoundError, SchemaVersionError
 from ..events import Event
-from ._common import Clock, Source, loads, no_gc, source_name, store_of
+from ._common import Clock, Source, check_event, loads, no_gc, source_name, store_of
 from .errors import InteropFormatError, InteropIntegrityError
 
 if TYPE_CHECKING:
@@ -220,18 +220,28 @@ class _Spool:
     def __init__(self, src: Source) -> None:
         self._path = Path(src) if isinstance(src, (str, os.PathLike)) else None
         self._text = None if self._path is not None else src.read()  # type: ignore[union-attr]
-        self._open: list[IO[str]] = []
+        self._open: list[IO[bytes]] = []
 
     def __call__(self) -> Iterator[str]:
         if self._path is None:
             return iter(io.StringIO(self._text))
-        f = open(self._path, encoding="utf-8")  # noqa: SIM115 - closed by close()
+        f = open(self._path, "rb")  # noqa: SIM115 - closed by close()
         self._open.append(f)
-        return iter(f)
+        return _decoded(f, str(self._path))
 
     def close(self) -> None:
         for f in self._open:
             f.close()
+
+
+def _decoded(lines: Iterable[bytes], where: str) -> Iterator[str]:
+    """The lines of a binary file as text, refusing bytes that are not UTF-8 by line."""
+    for number, raw in enumerate(lines, start=1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InteropFormatError(where, number, f"not UTF-8 text ({exc.reason} at byte {exc.start} "
+                                                    "of the line)") from None
 
 
 def _read_header(lines: Iterator[str], where: str) -> dict[str, Any]:
@@ -255,7 +265,28 @@ def _read_header(lines: Iterator[str], where: str) -> dict[str, Any]:
         if type(header.get(key)) is not kind:
             raise InteropFormatError(where, 1, f"must be a {kind.__name__}, got {header.get(key)!r}",
                                      field=key)
+    _check_header(header, where)
     return header
+
+
+def _check_header(header: Mapping[str, Any], where: str) -> None:
+    """The header fields the import uses have their types (the run.json schema's)."""
+    from ..errors import RunDamagedError
+    from ..store.meta import check_meta
+
+    def bad(field: str, problem: str) -> InteropFormatError:
+        return InteropFormatError(where, 1, problem, field=field)
+
+    try:
+        check_meta({**{k: header[k] for k in ("name", "created", "closed", "parent", "writer", "status")
+                       if k in header}, "schema_version": SCHEMA_VERSION}, where, str(header.get("id")))
+    except RunDamagedError as exc:
+        raise bad("header", exc.problem) from None
+    if header.get("tags") is not None and not isinstance(header["tags"], (list, dict)):
+        raise bad("tags", f"must be a list, an object or null, got {type(header['tags']).__name__}")
+    blobs = header.get("blobs")
+    if blobs is not None and not (isinstance(blobs, dict) and isinstance(blobs.get("path", ""), str)):
+        raise bad("blobs", 'must be {"mode": "inline"} or {"mode": "dir", "path": "..."}')
 
 
 def _blob_dir(header: Mapping[str, Any], src: Source, blobs: str | os.PathLike[str] | None) -> Path | None:
@@ -309,17 +340,24 @@ def _event_line(obj: Mapping[str, Any], where: str, number: int) -> _Line:
     payload = obj["payload"]
     if not isinstance(payload, dict):
         raise InteropFormatError(where, number, "must be an object", field="payload")
+    if not isinstance(obj["hash"], str):
+        raise InteropFormatError(where, number, "must be a string", field="hash")
     try:
-        event = Event(payload=payload, hash=str(obj["hash"]),
-                      **{f: obj.get(f) for f in _FIELDS})  # type: ignore[arg-type]
+        event = Event(payload=payload, hash=obj["hash"], **{f: obj.get(f) for f in _FIELDS})  # type: ignore[arg-type]
+        check_event(event, where)
     except TypeError as exc:
         raise InteropFormatError(where, number, str(exc)) from None
+    except InteropFormatError as exc:
+        raise InteropFormatError(where, number, exc.problem, field=exc.field) from None
+    if type(event.seq) is not int or event.seq < 0:
+        raise InteropFormatError(where, number, f"must be an int >= 0, got {event.seq!r}", field="seq")
     try:
         # Parsed JSON has string keys and (with loads) no NaN: the encoder alone gives the
         # canonical text; the writer's full check still runs on append.
         text = _CANONICAL.encode(payload)
-    except ValueError as exc:
-        raise InteropFormatError(where, number, str(exc)) from None
+        text.encode("utf-8")
+    except ValueError as exc:  # UnicodeEncodeError included: a lone surrogate
+        raise InteropFormatError(where, number, f"not canonical JSON ({exc})", field="payload") from None
     refs = tuple(sorted({m[0] for m in _BLOB_REF.findall(text)})) if '"$blob"' in text else ()
     return _Line(number, event=event, payload_json=text, refs=refs)
 
@@ -393,12 +431,15 @@ def _load(lines: Iterator[str], header: Mapping[str, Any], where: str, store: St
     skip = -1 if fork_of is None else fork_of[1]
     created = _us(header.get("created"))
     clock = Clock(created if created is not None else 0)
-    writer = store.create_run(
-        run_id=run_id or str(header["id"]), name=name if name is not None else header.get("name"),
-        tags=header.get("tags"), clock=clock, durability="batch", fork_of=fork_of,
-        segment_events=int(settings.get("segment_events") or 65536),
-        blob_threshold=int(settings.get("blob_threshold") or 16 * 1024),
-        redact=list(settings.get("redact") or ()))
+    try:
+        writer = store.create_run(
+            run_id=run_id or str(header["id"]), name=name if name is not None else header.get("name"),
+            tags=header.get("tags"), clock=clock, durability="batch", fork_of=fork_of,
+            segment_events=int(settings.get("segment_events") or 65536),
+            blob_threshold=int(settings.get("blob_threshold") or 16 * 1024),
+            redact=list(settings.get("redact") or ()))
+    except (TypeError, ValueError, OverflowError) as exc:  # a header value a run cannot hold
+        raise InteropFormatError(where, 1, f"the header cannot make a run: {exc}") from None
     try:
         for line in _parse(lines, where):
             if line.blob is not None:
@@ -412,7 +453,10 @@ def _load(lines: Iterator[str], header: Mapping[str, Any], where: str, store: St
                 if not store.blobs.exists(ref) and blob_dir is not None:
                     file = blob_dir / "sha256" / ref[7:9] / ref[9:]
                     store.blobs.write(ref, file.read_bytes(), durable=True)
-            writer.append(event)
+            try:
+                writer.append(event)
+            except (TypeError, ValueError) as exc:  # CanonicalJSONError, a blob ref: named by line
+                raise InteropFormatError(where, line.number, f"seq {event.seq}: {exc}") from None
     except BaseException:
         writer.close("failed")
         raise

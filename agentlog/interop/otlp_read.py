@@ -21,6 +21,7 @@ processor. Shell code (reads files); the result is pure data.
 from __future__ import annotations
 
 import base64
+import re
 import binascii
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -145,7 +146,7 @@ def request_of_json(request: Mapping[str, Any], name: str, line: int | None) -> 
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     resources = []
-    for rs in request.get("resourceSpans") or ():
+    for rs in _items(request.get("resourceSpans"), f"{name}:{line}", "resourceSpans"):
         if isinstance(rs, Mapping):
             scopes = rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []
             rs = {k: v for k, v in rs.items() if k not in ("scopeSpans", "instrumentationLibrarySpans")}
@@ -156,8 +157,17 @@ def request_of_json(request: Mapping[str, Any], name: str, line: int | None) -> 
     try:
         json_format.ParseDict({"resourceSpans": resources}, message, ignore_unknown_fields=True)
     except json_format.ParseError as exc:
-        raise InteropFormatError(name, line, f"not an OTLP ExportTraceServiceRequest ({exc})") from None
+        raise _parse_error(exc, name, line) from None
     return message
+
+
+def _parse_error(exc: Exception, name: str, line: int | None) -> InteropFormatError:
+    """protobuf's parse error, naming the innermost field it names ("Failed to parse X field")."""
+    text = str(exc)
+    fields = re.findall(r"Failed to parse (\w+) field", text)
+    problem = text.rsplit("field: ", 1)[-1] if fields else text
+    return InteropFormatError(name, line, f"not an OTLP ExportTraceServiceRequest ({problem})",
+                              field=fields[-1] if fields else None)
 
 
 def spans_of_protobuf(data: bytes, where: str = "<protobuf>") -> list[OtelSpan]:
@@ -283,6 +293,28 @@ def _split(where: str) -> tuple[str, int | None]:
     return (path, int(line)) if line.isdigit() else (where, None)
 
 
+
+def _obj(value: Any, where: str, field: str) -> Mapping[str, Any]:
+    """``value`` if it is an object, ``{}`` if it is missing; else the file is malformed."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InteropFormatError(*_split(where), f"must be an object, got {type(value).__name__}", field=field)
+    return value
+
+
+def _items(value: Any, where: str, field: str) -> list[Any]:
+    """``value`` if it is a list, ``[]`` if it is missing; else the file is malformed."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InteropFormatError(*_split(where), f"must be a list, got {type(value).__name__}", field=field)
+    return value
+
+
+#: Span times must fall in years 1970..9999, as nanoseconds since the epoch.
+_NS_MAX = 253_402_300_799_999_999_999
+
 def _console_id(value: Any, size: int, where: str, what: str) -> str | None:
     text = str(value or "").removeprefix("0x")
     if not text:
@@ -307,27 +339,42 @@ def _ns(text: Any, where: str, what: str) -> int:
     if text is None:
         return 0
     try:
-        return iso_to_us(str(text)) * 1000
-    except ValueError:
+        ns = iso_to_us(str(text)) * 1000
+    except (ValueError, OverflowError):
         raise InteropFormatError(*_split(where), f"not an ISO time: {text!r}", field=what) from None
+    if not 0 <= ns <= _NS_MAX:
+        raise InteropFormatError(*_split(where), f"not a time in years 1970..9999: {text!r}", field=what)
+    return ns
+
+
+def _plain(value: Any, where: str, field: str) -> dict[str, Any]:
+    """A ConsoleSpanExporter attribute map (plain JSON)."""
+    return dict(_obj(value, where, field))
 
 
 def _console(span: Mapping[str, Any], name: str, line: int) -> OtelSpan:
     where = f"{name}:{line}"
     context = span.get("context") or {}
+    if not isinstance(context, Mapping):
+        raise InteropFormatError(*_split(where), f"must be an object, got {type(context).__name__}",
+                                 field="context")
     trace_id = _console_id(context.get("trace_id"), 16, where, "trace_id")
     span_id = _console_id(context.get("span_id"), 8, where, "span_id")
     if trace_id is None or span_id is None:
         raise InteropFormatError(name, line, "a span without a trace id or span id", field="context")
     start = _ns(span.get("start_time"), where, "start_time")
-    status = span.get("status") or {}
+    status = _obj(span.get("status"), where, "status")
     events = tuple((str(e.get("name") or ""), _ns(e.get("timestamp"), where, "timestamp"),
-                    dict(e.get("attributes") or {})) for e in span.get("events") or ())
+                    _plain(e.get("attributes"), where, "events[].attributes"))
+                   for e in (_obj(x, where, "events[]") for x in _items(span.get("events"), where, "events")))
+    description = status.get("description")
     return OtelSpan(trace_id=trace_id, span_id=span_id,
                     parent_id=_console_id(span.get("parent_id"), 8, where, "parent_id"),
                     name=str(span.get("name") or ""), kind=_kind(span.get("kind")),
                     start_ns=start, end_ns=max(start, _ns(span.get("end_time"), where, "end_time")),
                     status_code=_CODES.get(str(status.get("status_code") or "UNSET"), 0),
-                    status_message=status.get("description") or None,
-                    attributes=dict(span.get("attributes") or {}), events=events,
-                    resource=dict((span.get("resource") or {}).get("attributes") or {}), where=where)
+                    status_message=str(description) if description else None,
+                    attributes=_plain(span.get("attributes"), where, "attributes"), events=events,
+                    resource=_plain(_obj(span.get("resource"), where, "resource").get("attributes"), where,
+                                    "resource.attributes"),
+                    where=where)

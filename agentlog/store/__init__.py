@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from .blobs import BlobStore
 from .gc import GCReport
+from .repair import RepairReport
 from .run import Run
 from .segments import SCHEMA, SCHEMA_VERSION
 from .store import Store, open
@@ -26,5 +27,5 @@ from .verify import VerifyReport
 from .wal import Durability, TornWALWarning
 from .writer import RunWriter
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "BlobStore", "Durability", "GCReport", "Run", "RunWriter",
-           "Store", "TornWALWarning", "VerifyReport", "open"]
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "BlobStore", "Durability", "GCReport", "RepairReport", "Run",
+           "RunWriter", "Store", "TornWALWarning", "VerifyReport", "open"]

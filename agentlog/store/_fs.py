@@ -7,11 +7,12 @@ the ones a crash left behind.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import secrets
 from pathlib import Path
 
-__all__ = ["fsync_dir", "fsync_path", "is_temp_name", "temp_name", "write_atomic"]
+__all__ = ["fsync_dir", "fsync_path", "is_temp_name", "open_temp", "temp_name", "write_atomic"]
 
 _TEMP_MARK = ".tmp-"
 
@@ -48,29 +49,56 @@ def fsync_path(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
+def open_temp(path: Path) -> tuple[int, Path]:
+    """Create a temp file beside ``path``, held under an exclusive ``flock`` while open.
+
+    The lock is how a sweep tells a live writer's temp file from a dead one's (a lock goes
+    away with its holder): :func:`agentlog.store.tmp.remove_if_dead` removes only unlocked
+    ones. A sweep could take the lock in the instant between our create and our lock; the
+    name then no longer points at our file, and we take another name.
+
+    Returns:
+        ``(fd, temp path)``; close the fd after the rename.
+    """
+    while True:
+        tmp = path.with_name(temp_name(path.name))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # waits only while a sweep holds it
+            same = os.stat(tmp).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        except BaseException:
+            os.close(fd)
+            raise
+        if same:
+            return fd, tmp
+        os.close(fd)
+
+
 def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` so that a reader sees the old or the new file, never half.
 
-    Temp file in the same directory → fsync → rename → fsync the directory.
+    Temp file in the same directory (locked, see :func:`open_temp`) → fsync → rename →
+    fsync the directory.
 
     Args:
         path: the file to write.
         data: its new content.
         durable: fsync the file and the directory (skip only for ``durability="none"``).
     """
-    tmp = path.with_name(temp_name(path.name))
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd, tmp = open_temp(path)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
         if durable:
             os.fsync(fd)
+        os.replace(tmp, path)
     except BaseException:
         os.close(fd)
         tmp.unlink(missing_ok=True)
         raise
-    os.close(fd)
-    os.replace(tmp, path)
+    os.close(fd)  # after the rename: until then the lock says the temp file is live
     if durable:
         fsync_dir(path.parent)

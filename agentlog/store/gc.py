@@ -80,11 +80,11 @@ def referenced_blobs(store: Store) -> set[str]:
             if parse_segment_name(name) is not None:
                 try:
                     payload = pq.read_table(path, columns=["payload"]).column("payload")
-                except (pa.ArrowException, OSError) as exc:
+                    texts = payload.filter(pc.match_substring(payload, '"$blob"')).to_pylist()
+                except (pa.ArrowException, OSError, ValueError) as exc:  # ValueError: not UTF-8
                     raise CorruptSegmentError(str(path), f"cannot read it to find its blob "
                                                          f"references ({exc})") from None
-                hits = payload.filter(pc.match_substring(payload, '"$blob"'))
-                for text in hits.to_pylist():
+                for text in texts:
                     found.update(_REF_TEXT.findall(text))
             elif name == WAL_NAME or name.startswith("wal.torn-"):
                 try:

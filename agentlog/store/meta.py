@@ -13,12 +13,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from ..errors import StoreError
+from ..errors import RunDamagedError, SchemaVersionError
 from ._fs import write_atomic
 from .segments import SCHEMA_VERSION, check_schema_version
 
-__all__ = ["RUN_JSON", "RUN_PREFIX", "check_run_id", "iso_time", "new_run_id", "read_meta",
-           "run_dir_name", "run_id_of", "write_meta"]
+__all__ = ["RUN_JSON", "RUN_PREFIX", "check_meta", "check_run_id", "iso_time", "new_run_id",
+           "read_meta", "run_dir_name", "run_id_of", "write_meta"]
 
 RUN_JSON: Final = "run.json"
 #: Hive partition prefix of a run folder.
@@ -77,23 +77,116 @@ def run_id_of(dir_name: str) -> str | None:
 
 
 def read_meta(run_dir: Path) -> dict[str, Any]:
-    """Read and check a run's ``run.json``.
+    """Read and check a run's ``run.json`` (see :func:`check_meta`).
 
     Raises:
-        FileNotFoundError: there is no ``run.json``.
+        RunDamagedError: there is no ``run.json``, or it is not JSON, or a field has the wrong
+            type (the message names the field; ``agentlog repair`` rebuilds it).
         SchemaVersionError: it was written by a newer agentlog.
-        StoreError: it is not a JSON object.
     """
     path = run_dir / RUN_JSON
-    text = path.read_bytes()
+    run_id = run_id_of(run_dir.name) or run_dir.name
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError:
+        raise RunDamagedError(run_id, str(path), "there is no run.json") from None
+    except OSError as exc:
+        raise RunDamagedError(run_id, str(path), f"cannot be read ({exc.strerror})") from None
     try:
         meta = json.loads(text)
-    except ValueError as exc:
-        raise StoreError(f"{path}: not valid JSON ({exc})") from None
+    except ValueError as exc:  # UnicodeDecodeError included
+        raise RunDamagedError(run_id, str(path), f"not valid JSON ({exc})") from None
+    check_meta(meta, path, run_id)
+    return meta  # type: ignore[no-any-return]
+
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def check_meta(meta: Any, path: str | Path, run_id: str) -> None:
+    """Check the shape of a parsed ``run.json``: every field agentlog reads has its type.
+
+    Fields may be missing (older runs, a repaired run) but never of the wrong type, so no
+    reader meets a ``TypeError`` later. Unknown fields are kept and ignored.
+
+    Raises:
+        RunDamagedError: naming the field and what is wrong with it.
+        SchemaVersionError: ``schema_version`` is newer than this agentlog reads.
+
+    >>> check_meta({"schema_version": 1, "parent": {"run_id": "a", "seq": "7", "hash": "0" * 64}},
+    ...            "run.json", "r")
+    Traceback (most recent call last):
+    ...
+    agentlog.errors.RunDamagedError: run 'r' is damaged: run.json: field parent.seq: must be an int >= -1, got '7'; agentlog repair r rebuilds its run.json from its events
+    """
+    def bad(field: str, problem: str, value: Any) -> RunDamagedError:
+        return RunDamagedError(run_id, str(path), f"field {field}: {problem}, got {_short(value)}")
+
     if not isinstance(meta, dict):
-        raise StoreError(f"{path}: not a JSON object")
-    check_schema_version(meta.get("schema_version"), path)
-    return meta
+        raise RunDamagedError(run_id, str(path), f"not a JSON object, got {type(meta).__name__}")
+    try:
+        check_schema_version(meta.get("schema_version"), path)
+    except SchemaVersionError:
+        if not _is_int(meta.get("schema_version")):
+            raise bad("schema_version", "must be an int", meta.get("schema_version")) from None
+        raise
+    for field in ("id", "status"):
+        if field in meta and not isinstance(meta[field], str):
+            raise bad(field, "must be a string", meta[field])
+    for field in ("name", "created", "closed"):
+        if meta.get(field) is not None and not isinstance(meta[field], str):
+            raise bad(field, "must be a string or null", meta[field])
+    for field in ("created", "closed"):
+        if meta.get(field) and not _is_iso(meta[field]):
+            raise bad(field, "must be an ISO-8601 time", meta[field])
+    if "head" in meta and not (isinstance(meta["head"], str) and _HEX64.fullmatch(meta["head"])):
+        raise bad("head", "must be 64 lower-case hex digits", meta["head"])
+    if "count" in meta and not (_is_int(meta["count"]) and meta["count"] >= 0):
+        raise bad("count", "must be an int >= 0", meta["count"])
+    parent = meta.get("parent")
+    if parent is not None:
+        if not isinstance(parent, dict):
+            raise bad("parent", "must be an object or null", parent)
+        if not (isinstance(parent.get("run_id"), str) and _RUN_ID.fullmatch(parent["run_id"])):
+            raise bad("parent.run_id", "must be a run id", parent.get("run_id"))
+        if not (_is_int(parent.get("seq")) and parent["seq"] >= -1):
+            raise bad("parent.seq", "must be an int >= -1", parent.get("seq"))
+        if not (isinstance(parent.get("hash"), str) and _HEX64.fullmatch(parent["hash"])):
+            raise bad("parent.hash", "must be 64 lower-case hex digits", parent.get("hash"))
+    writer = meta.get("writer")
+    if writer is not None:
+        if not isinstance(writer, dict):
+            raise bad("writer", "must be an object or null", writer)
+        for field in ("segment_events", "blob_threshold"):
+            value = writer.get(field)
+            if value is not None and not (_is_int(value) and value >= 1):
+                raise bad(f"writer.{field}", "must be a positive int", value)
+        redact = writer.get("redact")
+        if redact is not None and not (isinstance(redact, list) and all(isinstance(r, str) for r in redact)):
+            raise bad("writer.redact", "must be a list of strings", redact)
+
+
+def _is_int(value: Any) -> bool:
+    return type(value) is int
+
+
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})?")
+
+
+def _is_iso(text: str) -> bool:
+    """A full ISO-8601 date and time (what agentlog writes, and pandas reads), in range."""
+    if not _ISO.fullmatch(text):
+        return False
+    try:
+        datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+    except ValueError:
+        return False
+    return True
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def encode_meta(meta: dict[str, Any]) -> bytes:

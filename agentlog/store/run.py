@@ -8,6 +8,7 @@ in front of its own, recursively, so a fork of a fork reads as one run.
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -17,7 +18,7 @@ import orjson
 import pyarrow as pa
 
 from ..chain import GENESIS
-from ..errors import EventNotFoundError, EventSchemaError
+from ..errors import CorruptEventError, EventNotFoundError, EventSchemaError
 from ..events import STATE_PATCH, BlobRef, Event, lift, registry
 from ..events.origin import SOURCE_TAG
 from .lock import writer_is_live
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 __all__ = ["Run"]
 
 _BATCH = 4096
+#: 19 digits in a row: maybe an integer orjson would read as a float (json reads it exactly).
+_LONG_DIGITS = re.compile(r"\d{19}")
 #: The standard types: their payloads are lifted to the version this code reads.
 _LIFTED = frozenset(registry())
 
@@ -180,6 +183,7 @@ class Run:
 
         Raises:
             EventNotFoundError: ``seq`` is not in the run.
+            CorruptEventError: its stored payload cannot be read (names the file and seq).
         """
         n = len(self)
         if not 0 <= seq < n:
@@ -197,6 +201,8 @@ class Run:
 
         Raises:
             ValueError: ``start`` is negative.
+            CorruptEventError: a stored payload cannot be read (names the file and seq); the
+                events before it were yielded.
         """
         return self._iter_events(start, stop, light=False)
 
@@ -215,13 +221,15 @@ class Run:
             assert parent is not None
             yield from parent._iter_events(start, min(stop, at + 1), light=light)
             start = at + 1
-        decode = _decoder(self.store.blobs.read)
+        read = self.store.blobs.read
         for seg in snap.segments:
             if seg.end <= start or seg.first >= stop:
                 continue
             lo = max(start, seg.first) - seg.first
             hi = min(stop, seg.end) - seg.first
-            yield from _table_events(seg.table.slice(lo, hi - lo), decode, self.id, light)
+            yield from _table_events(seg.table.slice(lo, hi - lo), _decoder(read, seg.path, self.id),
+                                     self.id, light)
+        decode = _decoder(read, snap.wal_path, self.id)
         for row in snap.tail:
             if start <= row[0] < stop:
                 yield _row_event(row, decode, self.id)
@@ -441,25 +449,43 @@ class Run:
 # --- rows to events ----------------------------------------------------------------------------
 
 
-def _decoder(reader: Callable[[str], bytes]) -> Callable[[str], Any]:
+def _decoder(reader: Callable[[str], bytes], path: Path, run_id: str) -> Callable[[str, int], Any]:
     def hook(obj: dict[str, Any]) -> Any:
         return BlobRef.from_json(obj, reader) if "$blob" in obj else obj
 
-    def decode(text: str) -> Any:
+    def decode(text: str, seq: int) -> Any:
         # The hook costs a call per object; only payloads that hold a blob ref pay for it.
-        return json.loads(text, object_hook=hook) if '"$blob"' in text else orjson.loads(text)
+        try:
+            if '"$blob"' in text:
+                value = json.loads(text, object_hook=hook)
+            else:
+                value = json.loads(text) if _LONG_DIGITS.search(text) else orjson.loads(text)
+        except (ValueError, RecursionError) as exc:  # JSON errors and malformed blob refs
+            raise CorruptEventError(str(path), run_id, seq, f"its payload cannot be read ({exc})") from None
+        if type(value) is not dict:
+            raise CorruptEventError(str(path), run_id, seq, "its payload is not a JSON object")
+        return value
 
     return decode
 
 
-def _payloads(texts: list[str], decode: Callable[[str], Any]) -> list[Any]:
+def _payloads(texts: list[str], seqs: list[int], decode: Callable[[str, int], Any]) -> list[Any]:
     """Decode a batch of payloads: one orjson call for the batch (the texts are canonical
     JSON objects, so joined with commas they make one array); those with a blob reference
-    go through ``decode`` again to turn the references into :class:`BlobRef` objects."""
-    values: list[Any] = orjson.loads("[" + ",".join(texts) + "]")
+    go through ``decode`` again to turn the references into :class:`BlobRef` objects. A batch
+    that does not decode, or holds something that is not an object, is decoded row by row,
+    so the error names the first bad seq."""
+    joined = "[" + ",".join(texts) + "]"
+    try:
+        # orjson reads integers beyond 64 bits as floats: such a batch goes through json.
+        values: list[Any] = json.loads(joined) if _LONG_DIGITS.search(joined) else orjson.loads(joined)
+    except (ValueError, RecursionError):
+        values = []
+    if len(values) != len(texts) or any(type(v) is not dict for v in values):
+        return [decode(text, seq) for text, seq in zip(texts, seqs, strict=True)]
     for i, text in enumerate(texts):
         if '"$blob"' in text:
-            values[i] = decode(text)
+            values[i] = decode(text, seqs[i])
     return values
 
 
@@ -471,7 +497,7 @@ class PatchRow(NamedTuple):
     payload: Any
 
 
-def _table_events(table: pa.Table, decode: Callable[[str], Any], run_id: str,
+def _table_events(table: pa.Table, decode: Callable[[str, int], Any], run_id: str,
                   light: bool = False) -> Iterator[Any]:
     """Events from a table, a batch of 4,096 rows at a time: columns turned into Python
     lists once, payloads decoded in bulk (:func:`_payloads`). ``light``: a batch of
@@ -482,13 +508,13 @@ def _table_events(table: pa.Table, decode: Callable[[str], Any], run_id: str,
             if len(types.dictionary) == 1 and types.dictionary[0].as_py() == STATE_PATCH \
                     and types.null_count == 0:
                 seqs = batch.column(0).to_pylist()
-                payloads = _payloads(batch.column(6).to_pylist(), decode)
+                payloads = _payloads(batch.column(6).to_pylist(), seqs, decode)
                 yield from map(PatchRow, seqs, [STATE_PATCH] * len(seqs), payloads)
                 continue
         cols = [batch.column(i) for i in range(batch.num_columns)]
         cols[5] = cols[5].cast(pa.int64())  # ts: ints, not datetimes
         values = [c.to_pylist() for c in cols]
-        values[6] = _payloads(values[6], decode)
+        values[6] = _payloads(values[6], values[0], decode)
         for row in zip(*values, strict=True):
             yield Event(seq=row[0], type=row[1], payload=_current(row[1], row[6], run_id, row[0]),
                         actor=row[2], caused_by=row[3],
@@ -508,10 +534,10 @@ def _current(type: str, payload: Any, run_id: str, seq: int) -> Any:
         raise exc.at(run_id, seq) from None
 
 
-def _row_event(row: tuple[Any, ...], decode: Callable[[str], Any], run_id: str) -> Event:
+def _row_event(row: tuple[Any, ...], decode: Callable[[str, int], Any], run_id: str) -> Event:
     (seq, type, actor, caused_by, span_id, ts, payload, model, input_tokens, output_tokens,
      cached_tokens, cost_usd, duration_ms, hash) = row
-    return Event(seq=seq, type=type, payload=_current(type, decode(payload), run_id, seq),
+    return Event(seq=seq, type=type, payload=_current(type, decode(payload, seq), run_id, seq),
                  actor=actor, caused_by=caused_by,
                  span_id=span_id, ts=ts, model=model, input_tokens=input_tokens,
                  output_tokens=output_tokens, cached_tokens=cached_tokens, cost_usd=cost_usd,

@@ -32,6 +32,7 @@ from ._fs import fsync_dir, temp_name
 from .blobs import BlobStore
 from .checkpoints import NodeReader
 from .gc import GCReport, collect_garbage
+from .heads import KEY_ENV
 from .lock import RunLock
 from .meta import (
     RUN_JSON,
@@ -43,8 +44,10 @@ from .meta import (
     run_id_of,
     write_meta,
 )
+from .repair import RepairReport, repair_run
 from .run import Run
 from .snapshot import SegmentCache, load_snapshot
+from .tmp import clean_run_dir, sweep_once
 from .verify import VerifyReport, unreadable_report
 from .wal import Durability, TornWALWarning, rewrite_wal
 from .writer import Clock, RunWriter
@@ -68,12 +71,16 @@ class Store:
 
     Args:
         path: the store folder; default ``$AGENTLOG_STORE``, else ``./agentlog-runs``.
+        signing_key: an ed25519 private key (or its PEM file) to sign every run this store
+            closes, into ``signed-head.json`` in the run's folder; default
+            ``$AGENTLOG_SIGNING_KEY`` if set (see ``agentlog.store.heads``).
 
     Raises:
         StorePathError: ``path`` exists and is a file.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *,
+                 signing_key: str | os.PathLike[str] | Any | None = None) -> None:
         if path is None:
             path = os.environ.get("AGENTLOG_STORE") or DEFAULT_STORE
         self.path = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
@@ -82,6 +89,8 @@ class Store:
         self.runs_path = self.path / "runs"
         self.blobs = BlobStore(self.path / "blobs")
         self._checkpoint_reader: NodeReader | None = None
+        self._key_source = signing_key if signing_key is not None else (os.environ.get(KEY_ENV) or None)
+        self._key: Any = None
 
     @property
     def checkpoint_reader(self) -> NodeReader:
@@ -96,13 +105,15 @@ class Store:
     # --- runs -------------------------------------------------------------------------------
 
     def list_runs(self) -> list[str]:
-        """The ids of the runs, ordered by creation time, then id."""
+        """The ids of the runs, ordered by creation time, then id.
+
+        A run folder whose ``run.json`` is missing or damaged is listed too (first, since its
+        creation time is unknown): ``verify`` reports it and ``repair`` rebuilds it.
+        """
         found = []
         for run_id, run_dir in self._run_dirs():
             try:
                 created = str(read_meta(run_dir).get("created") or "")
-            except FileNotFoundError:
-                continue  # not a run (yet)
             except StoreError:
                 created = ""  # still listed: verify reports what is wrong with it
             found.append((created, run_id))
@@ -122,21 +133,33 @@ class Store:
     def run(self, run_id: str, *, exact: bool = False) -> Run:
         """The run with this id, or the one run whose id starts with it.
 
+        An exact id always wins over a prefix, even when that run is damaged; a prefix that
+        matches several runs, or only a damaged one, is an error, never another run.
+
         Raises:
             RunNotFoundError: no run matches.
             AmbiguousRunError: the prefix matches several runs.
+            RunDamagedError: the run's ``run.json`` is missing or invalid.
             SchemaVersionError: the run was written by a newer agentlog.
         """
+        run_id, run_dir = self._find(run_id, exact=exact)
+        return Run(self, run_id, run_dir, read_meta(run_dir))
+
+    def _find(self, run_id: str, *, exact: bool = False) -> tuple[str, Path]:
+        """The id and folder of the run :meth:`run` would open, without reading it.
+
+        Raises:
+            RunNotFoundError, AmbiguousRunError: as for :meth:`run`.
+        """
         run_dir = self._dir(run_id)
-        if run_dir is not None and (run_dir / RUN_JSON).is_file():
-            return Run(self, run_id, run_dir, read_meta(run_dir))
+        if run_dir is not None and run_dir.is_dir():
+            return run_id, run_dir
         if not exact and isinstance(run_id, str) and run_id:
-            matches = sorted(rid for rid, d in self._run_dirs()
-                             if rid.startswith(run_id) and (d / RUN_JSON).is_file())
+            matches = sorted((rid, d) for rid, d in self._run_dirs() if rid.startswith(run_id))
             if len(matches) == 1:
-                return self.run(matches[0], exact=True)
+                return matches[0]
             if matches:
-                raise AmbiguousRunError(run_id, matches)
+                raise AmbiguousRunError(run_id, [rid for rid, _ in matches])
         raise RunNotFoundError(str(run_id), str(self.path))
 
     def _dir(self, run_id: str) -> Path | None:
@@ -180,6 +203,7 @@ class Store:
         """
         durability = Durability(durability)
         _check_positive(segment_events=segment_events, blob_threshold=blob_threshold)
+        self._signing_key()  # a key that cannot be used is refused before anything is written
         redact = tuple(sorted({str(r).lower() for r in redact}))
         now = _now_us(clock)
         if run_id is None:
@@ -232,6 +256,7 @@ class Store:
                 lock.release()
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        _sweep(self, final)
         return RunWriter(store=self, run_id=run_id, path=final, meta=meta, lock=lock,
                          durability=durability, clock=clock, segment_events=segment_events,
                          blob_threshold=blob_threshold, redact=redact, seq=seq, head=head, rows=[])
@@ -243,7 +268,7 @@ class Store:
 
         Recovers what a crash left: a torn last WAL line is moved to ``wal.torn-<n>`` with a
         :class:`TornWALWarning`; WAL events a crash left beside the segment that sealed them
-        are dropped. The settings the run was created with (segment size, blob threshold,
+        are dropped; temp files a dead writer left are deleted (see ``agentlog.store.tmp``). The settings the run was created with (segment size, blob threshold,
         redaction) apply unless given here; ``redact`` adds to them.
 
         Raises:
@@ -253,10 +278,11 @@ class Store:
                 person; nothing is changed.
         """
         durability = Durability(durability)
-        run_dir = self.run(run_id).path
-        run_id = run_id_of(run_dir.name) or run_id
+        self._signing_key()
+        run_id, run_dir = self._find(run_id)
         lock = RunLock.acquire(run_dir, run_id)
         try:
+            clean_run_dir(run_dir)  # we hold the lock: any temp file here is a dead writer's
             meta = read_meta(run_dir)
             settings = dict(meta.get("writer") or {})
             segment_events = segment_events or int(settings.get("segment_events", 65536))
@@ -283,10 +309,29 @@ class Store:
         except BaseException:
             lock.release()
             raise
+        _sweep(self, run_dir)
         return RunWriter(store=self, run_id=run_id, path=run_dir, meta=meta, lock=lock,
                          durability=durability, clock=clock, segment_events=segment_events,
                          blob_threshold=blob_threshold, redact=all_redact, seq=snap.end,
                          head=snap.head, rows=list(snap.tail))
+
+    def _signing_key(self) -> Any:
+        """The key runs are signed with at close (loaded once), or ``None``.
+
+        Raises:
+            ProofError: the configured key cannot be loaded.
+        """
+        if self._key is None and self._key_source is not None:
+            from .heads import load_private_key
+            self._key = load_private_key(self._key_source)
+        return self._key
+
+    def _closed(self, run_id: str) -> None:
+        """Called by a writer once it closed a run: sign it, if the store has a key."""
+        key = self._signing_key()
+        if key is not None:
+            from .heads import write_signed_head
+            write_signed_head(self.run(run_id, exact=True), key)
 
     # --- whole store ------------------------------------------------------------------------
 
@@ -311,6 +356,24 @@ class Store:
                 continue
             reports[run_id] = run.verify()
         return reports
+
+    def repair(self, run_id: str) -> RepairReport:
+        """Rebuild a run's lost or damaged ``run.json`` from its segments and WAL.
+
+        The count, head, fork parent (found through the chain) and times are recovered from
+        the events; the name, tags and writer settings are kept if the damaged file still has
+        them, else marked unknown in ``run.json["repaired"]``. The damaged file is kept as
+        ``run.json.damaged-<n>``. A run whose ``run.json`` is fine is left alone.
+
+        Args:
+            run_id: the run's exact id.
+
+        Raises:
+            RunNotFoundError: no such run folder.
+            RunLockedError: a live writer holds the run.
+            StoreError: a fork whose parent is not in the store (nothing is changed).
+        """
+        return repair_run(self, run_id)
 
     def gc(self, *, apply: bool = False, min_age: float = 60.0) -> GCReport:
         """Find (and with ``apply=True`` delete) blobs no run references, and stale temp files.
@@ -415,11 +478,12 @@ def open(path_or_id: str | os.PathLike[str], run_id: str | None = None, *,
 
     Raises:
         RunNotFoundError: no such run.
+        RunDamagedError: the run's ``run.json`` is missing or invalid.
         ValueError: a store folder was given without a run id, and it has several runs.
     """
     path = Path(os.fspath(path_or_id)).expanduser()
     rid = run_id_of(path.name)
-    if rid is not None and (path / RUN_JSON).is_file() and run_id is None:
+    if rid is not None and path.is_dir() and run_id is None:
         return Store(path.parent.parent).run(rid, exact=True)
     if path.is_dir() and (path / "runs").is_dir():
         st = Store(path)
@@ -430,6 +494,14 @@ def open(path_or_id: str | os.PathLike[str], run_id: str | None = None, *,
             run_id = ids[0]
         return st.run(run_id)
     return Store(store).run(os.fspath(path_or_id))
+
+
+def _sweep(store: Store, own: Path) -> None:
+    """Clean what dead writers left elsewhere in the store, once per process (see ``tmp``)."""
+    try:
+        sweep_once(store, skip=own)
+    except OSError:  # housekeeping: a folder we may not write to is no reason to refuse a run
+        pass
 
 
 def _now_us(clock: Clock | None) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 import os
 import re
 import threading
@@ -110,12 +111,47 @@ def decode_line(line: bytes) -> tuple[Any, ...]:
     head, tail = json.loads(body[:i] + "}"), json.loads("{" + body[j + 1:])
     if tuple(head) != _HEAD_KEYS or tuple(tail) != _TAIL_KEYS:
         raise ValueError("the event's fields are not the schema's")
+    _check_types(head, tail)
     payload = body[i + 11:j]
     if event_body(payload_json=payload, **head, **tail) != body:
         raise ValueError("the event is not in canonical form")
     return (tail["seq"], tail["type"], head["actor"], head["caused_by"], tail["span_id"],
             tail["ts"], payload, head["model"], head["input_tokens"], head["output_tokens"],
             head["cached_tokens"], head["cost_usd"], head["duration_ms"], line[9:73].decode())
+
+
+_INT64 = 2**63
+_TEXT_FIELDS = ("actor", "model", "span_id")
+_INT_FIELDS = ("cached_tokens", "caused_by", "input_tokens", "output_tokens")
+
+
+def _check_types(head: dict[str, Any], tail: dict[str, Any]) -> None:
+    """Each field of a WAL line has its column's type, so the row fits the Arrow schema."""
+    def is_int(v: Any) -> bool:
+        return type(v) is int and -_INT64 <= v < _INT64
+
+    if not (is_int(tail["seq"]) and tail["seq"] >= 0) or not is_int(tail["ts"]):
+        raise ValueError("seq and ts must be int64 (seq >= 0)")
+    if not isinstance(tail["type"], str):
+        raise ValueError("type must be a string")  # noqa: TRY004 - a malformed line, as decode_line says
+    for key in _TEXT_FIELDS:
+        value = head.get(key, tail.get(key))
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{key} must be a string or null")
+    for key in _INT_FIELDS:
+        if head[key] is not None and not is_int(head[key]):
+            raise ValueError(f"{key} must be an int64 or null")
+    for key in ("cost_usd", "duration_ms"):
+        value = head[key]
+        if value is not None and (type(value) not in (int, float) or not _finite(value)):
+            raise ValueError(f"{key} must be a finite number or null")
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an int beyond float range
+        return False
 
 
 def row_body(row: tuple[Any, ...]) -> str:

@@ -306,6 +306,7 @@ class RunWriter:
             finally:
                 self._wal.close()
                 self._lock.release()
+            self._store._closed(self.id)  # signs the run if the store has a key
 
     def __enter__(self) -> Self:
         return self

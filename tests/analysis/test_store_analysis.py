@@ -171,3 +171,52 @@ def test_a_damaged_segment_is_named_not_a_duckdb_dump(tmp_path: Any) -> None:
     with pytest.raises(Exception) as caught:  # a mistake in the user's SQL stays DuckDB's error
         al.examples.sample_store(copy_to=tmp_path / "t").sql("select nonsense from events")
     assert not isinstance(caught.value, CorruptSegmentError)
+
+
+def test_a_segment_only_duckdb_cannot_read_is_named(tmp_path: Any) -> None:
+    """A footer flaw pyarrow tolerates but DuckDB does not (a thrift field changed): the DuckDB
+    error names no file, so the segments are probed to name it."""
+    import pyarrow.parquet as pq
+
+    from agentlog.errors import CorruptSegmentError
+    store = al.examples.sample_store(copy_to=tmp_path / "s")
+    segment = min((tmp_path / "s/runs/run_id=sre-0001").glob("*.parquet"))
+    data = bytearray(segment.read_bytes())
+    footer_len = int.from_bytes(data[-8:-4], "little")
+    start = len(data) - 8 - footer_len
+    for i in range(start, len(data) - 8):  # the first footer byte whose change only DuckDB notices
+        trial = bytearray(data)
+        trial[i] ^= 0x40
+        segment.write_bytes(bytes(trial))
+        if not _pyarrow_reads(pq, segment):
+            continue  # pyarrow sees this one; try the next byte
+        try:
+            store.sql("select count(*) as n from events")
+        except CorruptSegmentError as exc:
+            assert exc.path == str(segment)
+            return
+    pytest.fail("no footer byte only DuckDB notices")  # pragma: no cover
+
+
+def _pyarrow_reads(pq: Any, path: Any) -> bool:
+    try:
+        pq.read_table(path).validate(full=True)
+    except Exception:  # noqa: BLE001 - any failure means pyarrow noticed
+        return False
+    return True
+
+
+def test_a_segment_whose_footer_duckdb_quotes_undecodably_is_named(tmp_path: Any) -> None:
+    """Found by bench/fuzz.py: DuckDB quotes a damaged column name in its message, which Python
+    cannot decode, so the error was a UnicodeDecodeError from store.runs()."""
+    from agentlog.errors import CorruptSegmentError
+    store = al.examples.sample_store(copy_to=tmp_path / "s")
+    segment = min((tmp_path / "s/runs/run_id=sre-0001").glob("*.parquet"))
+    data = bytearray(segment.read_bytes())
+    footer = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    name = data.index(b"caused_by", footer)  # the column's name in the Parquet schema
+    data[name + 1] = 0xDA  # a UTF-8 lead byte without its continuation
+    segment.write_bytes(bytes(data))
+    with pytest.raises(CorruptSegmentError) as caught:
+        store.runs()
+    assert caught.value.path == str(segment)

@@ -50,14 +50,26 @@ def test_deleted_event_is_a_gap_and_a_break() -> None:
     rows = make_rows(5)
     del rows[1]
     problems, _, _ = check_chain(rows)
-    assert [(p.kind, p.seq) for p in problems] == [(ProblemKind.SEQ_GAP, 2), (ProblemKind.CHAIN_BROKEN, 2)]
+    # the gap is named at its first missing seq; seq 2 cannot chain to seq 0
+    assert [(p.kind, p.seq) for p in problems] == [(ProblemKind.SEQ_GAP, 1), (ProblemKind.CHAIN_BROKEN, 2)]
+    assert problems[0].message == "seq 1 is missing (1 event): found seq 2 after seq 0"
+
+
+def test_a_gap_names_its_missing_range() -> None:
+    rows = make_rows(10)
+    del rows[3:7]
+    problems, _, count = check_chain(rows)
+    assert count == 6 and problems[0].kind == ProblemKind.SEQ_GAP and problems[0].seq == 3
+    assert problems[0].message == "seqs 3–6 are missing (4 events): found seq 7 after seq 2"
+    missing_first = check_chain(rows[1:])[0][0]
+    assert (missing_first.seq, missing_first.message) == (0, "seq 0 is missing (1 event): found seq 1 first")
 
 
 def test_swapped_events_are_caught_at_the_first_swapped_seq() -> None:
     rows = make_rows(5)
     rows[1], rows[2] = rows[2], rows[1]
     problems, _, _ = check_chain(rows)
-    assert problems[0].seq == 2 and problems[0].kind == ProblemKind.SEQ_GAP
+    assert problems[0].seq == 1 and problems[0].kind == ProblemKind.SEQ_GAP
     assert {p.kind for p in problems} >= {ProblemKind.CHAIN_BROKEN, ProblemKind.SEQ_DUPLICATE}
 
 

@@ -96,6 +96,12 @@ def test_sigkill_loses_no_acknowledged_event(store: Store) -> None:
 
     assert min(paused.values()) >= 5, paused
     assert len(acked) > KILLS
+    # the temp files the kills left (half segments, new WALs, blobs) go with the next process's
+    # first writer
+    reopen = ("import sys, warnings; from agentlog.store import Store; "
+              "warnings.simplefilter('ignore'); Store(sys.argv[1]).writer('crash').close()")
+    subprocess.run([PYTHON, "-c", reopen, str(store.path)], env=child_env(), check=True, timeout=60)
+    assert [p for p in store.path.rglob("*") if ".tmp-" in p.name] == []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TornWALWarning)
         w = store.writer("crash")

@@ -199,3 +199,13 @@ def test_byte_identical_rerecording(tmp_path: Path) -> None:
 
 def _files(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_integers_beyond_64_bits_read_back_exactly(tmp_path: Path) -> None:
+    big = 12345678901234567890123
+    with Store(tmp_path).create_run(run_id="big", durability="none") as w:
+        for i in range(3):
+            w.emit("x.big", {"n": big + i, "small": i})
+    run = Store(tmp_path).run("big")
+    got = [e.payload["n"] for e in run.iter_events()]
+    assert got == [big, big + 1, big + 2] and all(type(n) is int for n in got)

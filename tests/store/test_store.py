@@ -46,8 +46,8 @@ def test_list_runs_by_creation_time_then_id(store: Store) -> None:
     for run_id, start in [("c", 3.0), ("b", 1.0), ("a", 3.0), ("z", 2.0)]:
         make_run(store, 1, run_id=run_id, clock=FixedClock(1_796_241_648.0 + start))
     (store.runs_path / "not-a-run").mkdir()
-    (store.runs_path / "run_id=empty").mkdir()  # no run.json: not a run
-    assert store.list_runs() == ["b", "z", "a", "c"]
+    (store.runs_path / "run_id=empty").mkdir()  # no run.json: a damaged run, listed first
+    assert store.list_runs() == ["empty", "b", "z", "a", "c"]
 
 
 def test_run_by_id_or_unique_prefix(store: Store) -> None:

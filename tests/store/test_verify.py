@@ -73,9 +73,19 @@ def test_deleted_event(store: Store) -> None:
     make_run(store, 12, segment_events=6)
     rewrite_segment(seg(store, "run-a", 0), lambda rows: rows[:3] + rows[4:])
     report = store.run("run-a").verify()
-    assert (ProblemKind.SEQ_GAP, 4) in kinds(report) and (ProblemKind.CHAIN_BROKEN, 4) in kinds(report)
-    assert report.first_bad_seq == 4
+    assert (ProblemKind.SEQ_GAP, 3) in kinds(report) and (ProblemKind.CHAIN_BROKEN, 4) in kinds(report)
+    assert report.first_bad_seq == 3
     assert report.events == 11  # rows read, not the seq after the last one
+
+
+def test_deleted_middle_segment_names_the_missing_range(store: Store) -> None:
+    make_run(store, 18, segment_events=6)
+    seg(store, "run-a", 6).unlink()
+    report = store.run("run-a").verify()
+    assert report.first_bad_seq == 6
+    gap = report.problems[0]
+    assert (gap.kind, gap.seq) == (ProblemKind.SEQ_GAP, 6)
+    assert gap.message == "seqs 6–11 are missing (6 events): found seq 12 after seq 5"
 
 
 def test_deleted_last_event_is_a_head_mismatch(store: Store) -> None:
@@ -95,7 +105,7 @@ def test_swapped_events(store: Store) -> None:
     rewrite_segment(seg(store, "run-a", 0), swap)
     report = store.run("run-a").verify()
     assert report.first_bad_seq == 2
-    assert {(ProblemKind.SEQ_GAP, 3), (ProblemKind.SEQ_DUPLICATE, 2),
+    assert {(ProblemKind.SEQ_GAP, 2), (ProblemKind.SEQ_DUPLICATE, 2),
             (ProblemKind.CHAIN_BROKEN, 2), (ProblemKind.CHAIN_BROKEN, 3)} <= set(kinds(report))
 
 
@@ -131,13 +141,59 @@ def test_open_run_is_not_compared_with_run_json(store: Store) -> None:
     w.close()
 
 
-def test_verify_never_parses_payloads(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    import json as json_module
+def rechained(rows: list[dict[str, Any]], change: dict[int, str]) -> list[dict[str, Any]]:
+    """Rows with some payloads replaced and every hash recomputed (a consistent forgery)."""
+    from agentlog.chain import GENESIS, chain_hash, event_body
 
-    make_run(store, 30, segment_events=7)
+    prev = GENESIS
+    for row in rows:
+        row["payload"] = change.get(row["seq"], row["payload"])
+        body = event_body(seq=row["seq"], type=row["type"], payload_json=row["payload"],
+                          ts=int(row["ts"].timestamp() * 1e6))
+        prev = row["hash"] = chain_hash(prev, body)
+    return rows
+
+
+BAD_PAYLOADS = ['{"a":', "[1,2]", '"text"', "null", '{"a":1,}', '{"a":[1, ]}', '{"x":{"$blob":"sha256:zz","size":1}}',
+                '{"a":1} {"b":2}']
+
+
+@pytest.mark.parametrize("n", [40, 5000])  # Python on a small segment, DuckDB first on a large one
+def test_verify_reports_each_payload_that_is_not_a_json_object(store: Store, n: int) -> None:
+    make_run(store, n, segment_events=100_000)
+    bad = {7 + 3 * i: text for i, text in enumerate(BAD_PAYLOADS)}
+    bad[n - 1] = '{"a":1,\n}'  # a trailing comma across a line break
+    rewrite_segment(seg(store, "run-a", 0), lambda rows: rechained(rows, bad))
+    meta_path = store.runs_path / "run_id=run-a" / "run.json"
     run = store.run("run-a")
-    calls: list[str] = []
-    real = json_module.loads
-    monkeypatch.setattr(json_module, "loads", lambda s, *a, **k: (calls.append(s), real(s, *a, **k))[1])
-    assert run.verify().ok
-    assert not any('"text"' in str(c) for c in calls)
+    meta_path.write_text(json.dumps({**json.loads(meta_path.read_text()), "head": run.head}))
+    report = store.run("run-a").verify()
+    assert kinds(report) == [(ProblemKind.BAD_PAYLOAD, seq) for seq in sorted(bad)], str(report)
+    assert "not JSON" in report.problems[0].message
+    # a reader meets the same payload as a documented error naming the file, run and seq
+    from agentlog.errors import CorruptEventError
+    with pytest.raises(CorruptEventError) as caught:
+        store.run("run-a").event(7)
+    assert caught.value.seq == 7 and caught.value.run_id == "run-a"
+    assert str(caught.value).startswith(str(seg(store, "run-a", 0)))
+    assert store.run("run-a").event(6).payload == {"i": 6, "text": "event 6"}  # the rest reads
+
+
+def test_a_wal_payload_that_is_not_an_object_is_reported(store: Store) -> None:
+    from agentlog.chain import chain_hash, event_body
+    from agentlog.store.wal import encode_line
+
+    w = make_run(store, 3, close=False)
+    w._wal.close()
+    w._lock.release()
+    wal = store.runs_path / "run_id=run-a" / "wal.jsonl"
+    body = event_body(seq=3, type="note", payload_json="[3]", ts=5)
+    with wal.open("ab") as f:
+        f.write(encode_line(chain_hash(store.run("run-a").head, body), body))
+    report = store.run("run-a").verify()
+    assert kinds(report) == [(ProblemKind.BAD_PAYLOAD, 3)]
+    from agentlog.errors import CorruptEventError
+    with pytest.raises(CorruptEventError, match=r"wal.jsonl: run 'run-a', seq 3: its payload is not a JSON object"):
+        list(store.run("run-a").iter_events())
+
+
