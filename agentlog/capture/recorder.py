@@ -25,7 +25,6 @@ import random as _random
 import time
 import uuid as _uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -34,7 +33,7 @@ from ..events import (ERROR, LLM_REQUEST, LLM_RESPONSE, SPAN_ENDED, SPAN_STARTED
                      TOOL_CALL, TOOL_RESULT, BlobRef, Event)
 from ..keys import REQUEST_SLOTS, canonical_request, llm_key, tool_key
 from . import pricing
-from .llm import LLMResult, response_fields
+from .providers import LLMResult, normalize
 from .sinks import INTERRUPTED, Interrupted, Served, Sink
 
 __all__ = ["LLMCallError", "Recorder", "active_recorder", "span", "tool"]
@@ -236,11 +235,13 @@ class Recorder:
                     started: float, provider: str | None, actor: str | None) -> LLMResult:
         self.live_calls += 1
         duration = (self.timer() - started) * 1000
-        fields, usage = response_fields(raw, provider=provider)
-        model = fields.pop("model") or request.get("model")
+        answer = normalize(raw, provider=provider)
+        usage = answer.usage
+        fields = {"message": answer.message, "finish_reason": answer.finish_reason, "id": answer.id}
+        model = answer.model or request.get("model")
         when = datetime.fromtimestamp(request_event.ts / 1e6, tz=UTC) if request_event.ts else None
         cost = pricing.cost(model, usage, provider=provider, when=when) if model else None
-        payload = {"key": key, "model": model, **fields, "usage": asdict(usage),
+        payload = {"key": key, "model": model, **fields, "usage": usage.to_json(),
                    "cost_source": cost.source if cost else "unknown", "cache_hit": False}
         event = self.emit(LLM_RESPONSE, payload, actor=actor, caused_by=request_event.seq,
                           model=model, input_tokens=usage.input_tokens,

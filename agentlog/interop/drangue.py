@@ -190,7 +190,7 @@ class _Mapper:
 
     def _decision(self, seq: int, e: SourceEvent, ts: int) -> tuple[str, dict[str, Any], dict[str, Any]]:
         from ..capture import pricing
-        from ..capture.usage import normalize_usage
+        from ..capture.providers import normalize_usage
 
         p = e.payload
         for c in p.get("tool_calls") or ():

@@ -278,7 +278,7 @@ def _params(a: Mapping[str, Any]) -> dict[str, Any]:
 
 def _usage(a: Mapping[str, Any]) -> dict[str, Any] | None:
     """Normalised usage (the ``Usage`` fields) from either convention, ``None`` if none given."""
-    from ..capture.usage import Usage
+    from ..events import Usage
 
     read = {"input_tokens": (sc.GEN_AI_INPUT_TOKENS, sc.GEN_AI_PROMPT_TOKENS, sc.OI_PROMPT_TOKENS),
             "output_tokens": (sc.GEN_AI_OUTPUT_TOKENS, sc.GEN_AI_COMPLETION_TOKENS, sc.OI_COMPLETION_TOKENS),
@@ -297,7 +297,7 @@ def _usage(a: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def _cost(a: Mapping[str, Any], model: Any, usage: Mapping[str, Any], span: OtelSpan) -> tuple[float | None, str]:
     from ..capture import pricing
-    from ..capture.usage import Usage
+    from ..events import Usage
 
     given = _first(a, sc.AL_COST, sc.OI_COST_TOTAL)
     if isinstance(given, (int, float)) and not isinstance(given, bool) and math.isfinite(given):
