@@ -94,7 +94,7 @@ def test_gemini_snake_case_from_the_sdk() -> None:
 
 def test_openai_sdk_objects() -> None:
     import openai.types as usage_types
-    import openai.types.responses as responses
+    from openai.types import responses
     chat = usage_types.CompletionUsage.model_validate(OPENAI_CHAT)
     assert normalize_usage(chat) == SHAPES["openai_chat"][1]
     resp = responses.ResponseUsage.model_validate(
