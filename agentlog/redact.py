@@ -8,10 +8,9 @@ depends on a credential: a rotated API key still replays.
 ===============================  ===========================================================
 where                            what is redacted
 ===============================  ===========================================================
-a mapping, at any depth          the value of a key named like a credential (see below),
-(tool args, LLM request fields,  when that value is a scalar: a string or a number (a
-payloads, results)               mapping or list under such a name is walked, not dropped,
-                                 so a JSON schema with a ``password`` property survives)
+a mapping, at any depth          the whole value of a key named like a credential (see
+(tool args, LLM request fields,  below), except in a JSON schema's ``properties``, where the
+payloads, results)               name is a property's and its schema (a mapping) is kept
 HTTP headers                     the same names: ``Authorization``, ``Cookie``,
                                  ``Set-Cookie``, ``X-Api-Key``, ``X-Goog-Api-Key``, ...
 a URL (a string starting         its password (``https://user:pass@host``) and the values of
@@ -33,6 +32,8 @@ Pure: no I/O.
 >>> r = Redactor(["session_id"])
 >>> r.value({"api_key": "sk-1", "q": "cats", "auth": {"Session-Id": 7, "user": "ann"}})
 {'api_key': '[REDACTED]', 'q': 'cats', 'auth': {'Session-Id': '[REDACTED]', 'user': 'ann'}}
+>>> r.value({"credentials": {"user": "ann", "pin": 1234}})
+{'credentials': '[REDACTED]'}
 >>> r.url("https://maps.example.com/v1?key=AIza123&q=tea")
 'https://maps.example.com/v1?key=%5BREDACTED%5D&q=tea'
 """
@@ -43,7 +44,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["DEFAULT", "MARKER", "SECRET_NAMES", "SECRET_SUFFIXES", "URL_PARAMS", "Redactor"]
+__all__ = ["DEFAULT", "MARKER", "PROPERTIES", "SECRET_NAMES", "SECRET_SUFFIXES", "URL_PARAMS", "Redactor"]
 
 #: What a redacted value becomes, everywhere.
 MARKER: Final = "[REDACTED]"
@@ -62,6 +63,8 @@ SECRET_SUFFIXES: Final = ("_api_key", "_secret", "_password", "_access_token", "
 URL_PARAMS: Final = frozenset({"key", "token", "sig", "signature", "x_amz_signature",
                                "x_amz_security_token", "x_goog_signature"})
 
+#: The key of a JSON schema under which property names (not secrets) are the keys.
+PROPERTIES: Final = "properties"
 _URL_SCHEMES: Final = ("http://", "https://")
 _MEMO_LIMIT: Final = 4096
 
@@ -110,6 +113,12 @@ class Redactor:
             self._memo[name] = found
         return found
 
+    def hides(self, name: Any, value: Any, *, schema: bool = False) -> bool:
+        """True if the value under key ``name`` is replaced: the name is a credential's, and it
+        is not a property's schema in a JSON schema's ``properties`` (``schema=True``)."""
+        return (isinstance(name, str) and self.is_secret(name)
+                and not (schema and isinstance(value, Mapping)))
+
     def is_secret_param(self, name: str) -> bool:
         """True if a URL query parameter of this name holds a credential.
 
@@ -149,11 +158,15 @@ class Redactor:
         items = headers.items() if isinstance(headers, Mapping) else headers
         return {k.lower(): MARKER if self.is_secret(k) else v for k, v in items}
 
-    def value(self, value: Any) -> Any:
+    def value(self, value: Any, *, schema: bool = False) -> Any:
         """A copy of a JSON-like value with every secret in it replaced by :data:`MARKER`:
-        mapping values by their key's name, URLs by :meth:`url`. Tuples become lists."""
+        mapping values by their key's name, URLs by :meth:`url`. Tuples become lists.
+
+        Args:
+            schema: ``value`` is a JSON schema's ``properties`` (its keys name properties).
+        """
         if isinstance(value, Mapping):
-            return {k: MARKER if isinstance(k, str) and self.is_secret(k) and is_scalar(v) else self.value(v)
+            return {k: MARKER if self.hides(k, v, schema=schema) else self.value(v, schema=k == PROPERTIES)
                     for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [self.value(v) for v in value]
@@ -171,9 +184,6 @@ class Redactor:
         return hash(self._extra)
 
 
-def is_scalar(value: Any) -> bool:
-    """True for the values a secret can be: text, bytes or a number (not a bool, not ``None``)."""
-    return isinstance(value, (str, bytes, bytearray, int, float)) and not isinstance(value, bool)
 
 
 def looks_like_url(text: str) -> bool:

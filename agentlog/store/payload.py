@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import InvalidBlobRefError
 from ..events import BlobRef
-from ..redact import MARKER, Redactor, is_scalar, looks_like_url
+from ..redact import MARKER, PROPERTIES, Redactor, looks_like_url
 from .blobs import BYTES_MEDIA_TYPE, TEXT_MEDIA_TYPE
 
 __all__ = ["PayloadPreparer", "PreparedPayload"]
@@ -77,11 +77,11 @@ class PayloadPreparer:
         return PreparedPayload(value, new, refs)
 
     def _mapping(self, obj: Mapping[Any, Any], path: str, new: list[tuple[BlobRef, bytes]],
-                 refs: list[tuple[BlobRef, str]]) -> dict[Any, Any]:
+                 refs: list[tuple[BlobRef, str]], schema: bool = False) -> dict[Any, Any]:
         secret, walk = self.redactor.is_secret, self._walk
         out: dict[Any, Any] = {}
         for key, item in obj.items():
-            if type(key) is str and secret(key) and is_scalar(item):
+            if type(key) is str and secret(key) and not (schema and isinstance(item, Mapping)):
                 out[key] = MARKER
             else:
                 out[key] = walk(item, path, key, new, refs)
@@ -109,7 +109,7 @@ class PayloadPreparer:
                 ref = BlobRef.from_json(value, self._reader, where=path)
                 refs.append((ref, path))
                 return ref
-            return self._mapping(value, path, new, refs)
+            return self._mapping(value, path, new, refs, schema=key == PROPERTIES)
         if t is list or t is tuple:
             path = _join(parent, key)
             return [self._walk(item, path, i, new, refs) for i, item in enumerate(value)]

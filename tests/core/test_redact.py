@@ -23,13 +23,14 @@ def test_url_only_parameters() -> None:
     assert not DEFAULT.is_secret_param("q")
 
 
-def test_values_are_walked_and_only_scalars_replaced() -> None:
-    schema = {"type": "object", "properties": {"password": {"type": "string"}}}
-    value = {"password": "p", "nested": [{"api_key": 7}], "token": "t", "secret": None, "flag": {"secret": True},
+def test_values_are_walked_and_secret_ones_replaced_whole() -> None:
+    schema = {"type": "object", "properties": {"password": {"type": "string"}, "api_key": "x"}}
+    value = {"password": "p", "nested": [{"api_key": 7}], "token": "t", "credentials": {"pin": 1},
              "tools": [schema], "link": "https://h.test/?sig=abc&x=1"}
     assert DEFAULT.value(value) == {
-        "password": MARKER, "nested": [{"api_key": MARKER}], "token": "t", "secret": None,
-        "flag": {"secret": True}, "tools": [schema], "link": "https://h.test/?sig=%5BREDACTED%5D&x=1"}
+        "password": MARKER, "nested": [{"api_key": MARKER}], "token": "t", "credentials": MARKER,
+        "tools": [{"type": "object", "properties": {"password": {"type": "string"}, "api_key": MARKER}}],
+        "link": "https://h.test/?sig=%5BREDACTED%5D&x=1"}
     assert value["password"] == "p"  # a copy: the input is not changed
 
 
