@@ -21,7 +21,6 @@ point where it stopped.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping
@@ -45,8 +44,10 @@ from ..events import (
     Body,
     CallFailed,
     Event,
+    HTTPResponse,
     LLMResponse,
     SpanEnded,
+    ToolResult,
     body_of,
 )
 from ..redact import DEFAULT, Redactor
@@ -190,8 +191,9 @@ def cached(event: Event) -> Body:
         known = event.cost_usd is not None or event.model is not None
         return replace(body, cache_hit=True, cost_source="cache", served_from_seq=event.seq,
                        cost_usd=0.0 if known else None)
-    names = {f.name for f in dataclasses.fields(body)}
-    return replace(body, served_from_seq=event.seq) if "served_from_seq" in names else body  # type: ignore[call-arg]
+    if isinstance(body, (ToolResult, HTTPResponse)):
+        return replace(body, served_from_seq=event.seq)
+    return body  # a failure or a recorded value: served as it was
 
 
 class WriterSink:
