@@ -310,8 +310,10 @@ class Recorder:
                    actor: str | None, asked: Event | None) -> Steps[LLMResult]:
         with self.span(str(request.get("model") or "llm"), kind="llm", actor=actor):
             if asked is None:
-                asked = self.emit(self._llm_request(request, provider), actor=actor)
-            key = LLMRequest.of(asked).key
+                body = self._llm_request(request, provider)
+                asked, key = self.emit(body, actor=actor), body.key
+            else:
+                key = LLMRequest.of(asked).key
             served = self.serve(LLM_RESPONSE, key, asked, actor=actor)
             if served is not None:
                 if served.type == ERROR:
@@ -383,23 +385,29 @@ class Recorder:
     def tool_call(self, name: str, args: Mapping[str, Any], *, actor: str | None = None) -> Event:
         """Append the ``tool.call`` of a call about to be made (secrets redacted, keyed, with its
         idempotency key), for code that makes the call itself."""
+        return self.emit(self._tool_call(name, args), actor=actor)
+
+    def _tool_call(self, name: str, args: Mapping[str, Any]) -> ToolCall:
         safe = self.redactor.value(args)
-        return self.emit(ToolCall(key=tool_key(name, safe), name=name, args=safe,
-                                  idempotency_key=f"{self.run_id}:{self.next_seq}"), actor=actor)
+        return ToolCall(key=tool_key(name, safe), name=name, args=safe,
+                        idempotency_key=f"{self.run_id}:{self.next_seq}")
 
     def _tool_steps(self, name: str, args: dict[str, Any], fn: Callable[..., Any] | None,
                     actor: str | None, called: Event | None) -> Steps[Any]:
         with self.span(name, kind="tool", actor=actor):
             if called is None:
-                called = self.tool_call(name, args, actor=actor)
-            call = ToolCall.of(called)
+                call = self._tool_call(name, args)
+                called = self.emit(call, actor=actor)
+            else:
+                call = ToolCall.of(called)
             served = self.serve(TOOL_RESULT, call.key, called, actor=actor)
             if served is not None:
-                error = (CallFailed.of(served).error if served.type == ERROR
-                         else ToolResult.of(served).error)
-                if error is not None:
-                    raise ToolError(name, served.seq, str(error))
-                return ToolResult.of(served).result
+                if served.type == ERROR:
+                    raise ToolError(name, served.seq, str(CallFailed.of(served).error))
+                answer = ToolResult.of(served)
+                if answer.failed:
+                    raise ToolError(name, served.seq, str(answer.error))
+                return answer.result
             if fn is None:
                 raise ReplayMissError(f"run {self.run_id}: no recorded result for tool {name!r} "
                                       f"(key {call.key[:16]}…) and no fn= to call it live")

@@ -61,9 +61,11 @@ def program_name(program: Any) -> str:
 
 
 def _begin(store: Any, name: str | None, program: Any, tags: Tags, clock: Callable[[], float] | None,
-           run_id: str | None, inputs: Any, reducers: Any, redact: Iterable[str]) -> tuple[Any, Recorder]:
+           run_id: str | None, inputs: Any, reducers: Any, redact: Iterable[str],
+           durability: str) -> tuple[Any, Recorder]:
     writer = resolve_store(store).create_run(name=name or getattr(program, "__name__", None) or "run",
-                                             tags=tags, clock=clock, run_id=run_id, redact=redact)
+                                             tags=tags, clock=clock, run_id=run_id, redact=redact,
+                                             durability=durability)
     rec = Recorder(WriterSink(writer), inputs=inputs, reducers=program_reducers(program, reducers),
                    clock=clock or time.time)
     return writer, rec
@@ -71,7 +73,7 @@ def _begin(store: Any, name: str | None, program: Any, tags: Tags, clock: Callab
 
 def record(program: Program, *, store: Any = None, name: str | None = None, inputs: Any = None,
            tags: Tags = None, clock: Callable[[], float] | None = None, run_id: str | None = None,
-           reducers: Any = None, redact: Iterable[str] = ()) -> Any:
+           reducers: Any = None, redact: Iterable[str] = (), durability: str = "fsync") -> Any:
     """Run ``program(rec)`` and record everything it does through the recorder.
 
     Args:
@@ -87,6 +89,8 @@ def record(program: Program, *, store: Any = None, name: str | None = None, inpu
         redact: more names whose values never reach the disk (:mod:`agentlog.redact`): in
             tool arguments, model requests, HTTP headers and URLs, and any payload. Kept in
             ``run.json``, so replays, forks and resumes redact the same.
+        durability: ``fsync`` (default: each event is on disk before the program goes on),
+            ``batch`` or ``none`` (:class:`~agentlog.Durability`).
 
     Returns:
         The recorded :class:`~agentlog.Run`, with the status of how the program ended
@@ -98,7 +102,7 @@ def record(program: Program, *, store: Any = None, name: str | None = None, inpu
     """
     if inspect.iscoroutinefunction(program):
         raise TypeError("program is a coroutine function; use `await al.arecord(program, ...)`")
-    writer, rec = _begin(store, name, program, tags, clock, run_id, inputs, reducers, redact)
+    writer, rec = _begin(store, name, program, tags, clock, run_id, inputs, reducers, redact, durability)
     with closing(writer):
         drive(rec, program)
     return writer.run
@@ -106,9 +110,10 @@ def record(program: Program, *, store: Any = None, name: str | None = None, inpu
 
 async def arecord(program: Callable[[Recorder], Any], *, store: Any = None, name: str | None = None,
                   inputs: Any = None, tags: Tags = None, clock: Callable[[], float] | None = None,
-                  run_id: str | None = None, reducers: Any = None, redact: Iterable[str] = ()) -> Any:
+                  run_id: str | None = None, reducers: Any = None, redact: Iterable[str] = (),
+                  durability: str = "fsync") -> Any:
     """:func:`record` for a coroutine function ``async def program(rec)``."""
-    writer, rec = _begin(store, name, program, tags, clock, run_id, inputs, reducers, redact)
+    writer, rec = _begin(store, name, program, tags, clock, run_id, inputs, reducers, redact, durability)
     with closing(writer):
         await adrive(rec, program)
     return writer.run
@@ -117,14 +122,14 @@ async def arecord(program: Callable[[Recorder], Any], *, store: Any = None, name
 @contextlib.contextmanager
 def recording(*, store: Any = None, name: str = "run", inputs: Any = None, tags: Tags = None,
               clock: Callable[[], float] | None = None, run_id: str | None = None,
-              reducers: Any = None, redact: Iterable[str] = ()) -> Iterator[Recorder]:
+              reducers: Any = None, redact: Iterable[str] = (), durability: str = "fsync") -> Iterator[Recorder]:
     """Record the code inside a ``with`` block; the recorder is the ``as`` target.
 
     The block is the program: it ends the run as a program's return, error, Ctrl-C or
     :class:`Stopped` would. After the block, ``store.run(rec.run_id)`` opens the run.
     Arguments as for :func:`record`.
     """
-    writer, rec = _begin(store, name, None, tags, clock, run_id, inputs, reducers, redact)
+    writer, rec = _begin(store, name, None, tags, clock, run_id, inputs, reducers, redact, durability)
     with closing(writer):
         steps = program_steps(rec, _the_block)
         next(steps)  # run.started; the block stands for the program
