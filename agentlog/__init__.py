@@ -31,7 +31,7 @@ _EXPORTS: dict[str, str] = {
     # record, replay, fork
     "Divergence": "agentlog.capture.divergence:Divergence",
     "LLMCallError": "agentlog.capture.recorder:LLMCallError",
-    "LLMResult": "agentlog.capture.llm:LLMResult",
+    "LLMResult": "agentlog.capture.providers:LLMResult",
     "Recorder": "agentlog.capture.recorder:Recorder",
     "ReplayResult": "agentlog.capture.replay:ReplayResult",
     "arecord": "agentlog.capture.session:arecord",
@@ -123,7 +123,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .capture import transport as http
     from .capture.divergence import Divergence
     from .capture.fork import fork
-    from .capture.llm import LLMResult
+    from .capture.providers import LLMResult
     from .capture.recorder import LLMCallError, Recorder, span, tool
     from .capture.replay import ReplayResult, replay
     from .capture.session import arecord, record, recording

@@ -11,7 +11,15 @@
 
 from __future__ import annotations
 
-from .capture.fork import Edit, PatchState, ReplaceInput, ReplaceResponse, patch_state, replace_input, replace_response
+from .capture.fork import (
+    Edit,
+    PatchState,
+    ReplaceInput,
+    ReplaceResponse,
+    patch_state,
+    replace_input,
+    replace_response,
+)
 
 __all__ = ["Edit", "PatchState", "ReplaceInput", "ReplaceResponse", "patch_state", "replace_input",
            "replace_response"]

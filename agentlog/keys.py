@@ -31,11 +31,11 @@ from urllib.parse import parse_qsl, quote, urlsplit
 
 from .canonical import canonical_json
 from .errors import CanonicalJSONError
+from .redact import DEFAULT, MARKER
 
 __all__ = [
     "IGNORED_FIELDS",
     "REQUEST_SLOTS",
-    "SECRET_QUERY_PARAMS",
     "KeyParts",
     "canonical_request",
     "explain_http",
@@ -81,23 +81,6 @@ IGNORED_FIELDS: Final = frozenset({
     "api_key",
 })
 
-# Names (lower-case, ``-`` read as ``_``) of fields that hold credentials. Their values must not
-# reach the key: a rotated key would break every replay, and the canonical text is shown to users.
-_SECRET_NAMES: Final = frozenset({
-    "api_key", "x_api_key", "authorization", "proxy_authorization", "cookie", "set_cookie",
-    "access_token", "refresh_token", "id_token", "bearer_token", "auth_token", "client_secret",
-    "secret", "password", "passwd", "aws_access_key_id", "aws_secret_access_key",
-    "aws_session_token", "azure_ad_token", "credentials",
-})
-_SECRET_SUFFIXES: Final = ("_api_key", "_secret", "_password", "_access_token", "_auth_token")
-
-#: Query parameters whose values are credentials; :func:`normalize_url` replaces their values
-#: with ``REDACTED`` (Google's APIs take the API key as ``?key=``).
-SECRET_QUERY_PARAMS: Final = frozenset({
-    "key", "api_key", "apikey", "api-key", "access_token", "client_secret", "password",
-})
-
-_REDACTED: Final = "REDACTED"
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -108,7 +91,7 @@ KeyKind = Literal["llm", "tool", "http"]
 
 
 def is_secret_field(name: str) -> bool:
-    """True if a request field's name says it holds a credential.
+    """True if a request field's name says it holds a credential (:mod:`agentlog.redact`'s policy).
 
     Case and ``-``/``_`` do not matter. ``max_tokens`` is not a secret: only whole names and the
     suffixes ``_api_key``, ``_secret``, ``_password``, ``_access_token``, ``_auth_token`` count.
@@ -116,8 +99,7 @@ def is_secret_field(name: str) -> bool:
     >>> is_secret_field("X-Api-Key"), is_secret_field("openai_api_key"), is_secret_field("max_tokens")
     (True, True, False)
     """
-    norm = name.lower().replace("-", "_")
-    return norm in _SECRET_NAMES or norm.endswith(_SECRET_SUFFIXES)
+    return DEFAULT.is_secret(name)
 
 
 def _plain(value: Any) -> Any:
@@ -339,8 +321,9 @@ def normalize_url(url: str, *, redact: bool = True) -> str:
       that need it escaped as UTF-8;
     - query parameters decoded (``+`` is a space) and sorted by name, stable, so repeated names
       keep their order; blank values kept (``?flag`` becomes ``?flag=``); written back with
-      ``%20`` for a space; an empty query dropped; with ``redact``, the values of
-      :data:`SECRET_QUERY_PARAMS` become ``REDACTED``;
+      ``%20`` for a space; an empty query dropped; with ``redact``, the values of secret
+      parameters (:mod:`agentlog.redact`: ``key``, ``api_key``, ``token``, ...) become
+      ``[REDACTED]``, so a URL and its redacted form have the same key;
     - the fragment dropped (it never reaches the server).
 
     Raises:
@@ -349,7 +332,7 @@ def normalize_url(url: str, *, redact: bool = True) -> str:
     >>> normalize_url("HTTP://Example.COM:80/a/%7euser?b=2&a=1&a=0#frag")
     'http://example.com/a/~user?a=1&a=0&b=2'
     >>> normalize_url("https://[2001:DB8:0::1]:443?key=secret&q=a+b")
-    'https://[2001:db8::1]/?key=REDACTED&q=a%20b'
+    'https://[2001:db8::1]/?key=%5BREDACTED%5D&q=a%20b'
     """
     parts = urlsplit(url.strip())
     scheme = parts.scheme.lower()
@@ -365,7 +348,7 @@ def normalize_url(url: str, *, redact: bool = True) -> str:
     # surrogateescape: an escape that is not UTF-8 comes back out as the same bytes.
     pairs = parse_qsl(parts.query, keep_blank_values=True, errors="surrogateescape")
     if redact:
-        pairs = [(k, _REDACTED if k.lower() in SECRET_QUERY_PARAMS else v) for k, v in pairs]
+        pairs = [(k, MARKER if DEFAULT.is_secret_param(k) else v) for k, v in pairs]
     pairs.sort(key=lambda kv: kv[0])  # stable: repeated names keep their order
     query = "&".join(f"{_quote_q(k)}={_quote_q(v)}" for k, v in pairs)
     return f"{scheme}://{netloc}{path}" + (f"?{query}" if query else "")

@@ -137,7 +137,7 @@ def recompute_cost(run: Run, prices: Mapping[str, Mapping[str, Any]] | None = No
     with no price gets ``recomputed_usd`` <NA> and source ``unknown``.
     """
     from ..capture import pricing
-    from ..capture.usage import Usage
+    from ..events import Usage
     from ..errors import UnknownModelWarning
 
     def build() -> pd.DataFrame:

@@ -16,7 +16,9 @@ recorded after the cut are served from its log too, new ones go out live.
 Edits (:mod:`agentlog.edit`):
 
 - ``replace_response(seq, payload)`` — the answer recorded at ``seq`` (> ``at``) is served
-  changed when the program asks that call again;
+  changed when the program asks that call again (checked against the answer's type before
+  the fork is made; like any served answer it costs nothing: an edited model answer has no
+  usage unless the edit gives one);
 - ``patch_state(ops)`` — a ``state.patch`` right after the cut;
 - ``replace_input(inputs)`` — the program sees other inputs (the fork starts before
   ``run.started``, so ``at`` must be ``-1``);
@@ -30,12 +32,23 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..events import FORK_STARTED, HTTP_RESPONSE, LLM_RESPONSE, STATE_PATCH, TOOL_RESULT
+from ..events import (
+    HTTP_RESPONSE,
+    LLM_RESPONSE,
+    TOOL_RESULT,
+    Body,
+    ForkStarted,
+    LLMResponse,
+    StatePatch,
+    Usage,
+    body_class,
+)
+from .lifecycle import closing, drive
 from .recorder import Recorder
 from .replay import recorded_inputs
 from .replayable import require_replayable
-from .session import Program, Stopped, drive, program_reducers, resolve_store
-from .sinks import ReplaySink, ResponseCache, Served, WriterSink, recorded_by
+from .session import Program, program_reducers, resolve_store
+from .sinks import ReplaySink, ResponseCache, WriterSink, answer_kind, recorded_by, run_redactor
 
 __all__ = ["Edit", "PatchState", "ReplaceInput", "ReplaceResponse", "fork", "patch_state",
            "replace_input", "replace_response"]
@@ -124,15 +137,21 @@ def _check(run: Any, at: int, edits: list[Edit]) -> None:
                                  f"{', '.join(_REPLACEABLE)}")
 
 
-def _replacements(run: Any, edits: list[Edit]) -> dict[str, Served]:
-    served = {}
+def _replacements(run: Any, edits: list[Edit]) -> dict[str, Body]:
+    """``key -> the edited answer``, each checked against its type (before anything is written)."""
+    served: dict[str, Body] = {}
     for e in edits:
         if isinstance(e, ReplaceResponse):
             original = run.event(e.seq)
-            payload = {**original.payload, **e.payload, "edited": True}
-            fields = {"model": original.model, "input_tokens": None, "output_tokens": None,
-                      "cached_tokens": None, "cost_usd": None, "duration_ms": None}
-            served[str(original.payload.get("key", ""))] = Served(original.type, payload, fields, "edit")
+            cls = body_class(original.type)
+            assert cls is not None  # _check allowed only answer types
+            payload = {**original.payload, **e.payload, cls.K.edited: True}
+            if cls is LLMResponse:  # served, so nothing paid: no usage unless the edit gives one
+                if LLMResponse.K.usage not in e.payload:
+                    payload[LLMResponse.K.usage] = Usage().to_json()
+                payload[LLMResponse.K.cost_source] = "cache"
+            columns = {"cost_usd": 0.0 if cls is LLMResponse else None, "duration_ms": None}
+            served[answer_kind(original)[1]] = cls.from_payload(payload, columns=columns)
     return served
 
 
@@ -174,12 +193,13 @@ def fork(run: Any, at: int, *, program: Program, edit: Edit | Iterable[Edit] | N
                            run_id=run_id, tags=tags, clock=clock)
         if forked is not None:
             return forked
+    replaced = _replacements(run, edits)
+    redactor = run_redactor(run)
     target = resolve_store(store if store is not None else run.store)
     parent_name = run.meta.get("name") or run.id
     writer = target.create_run(name=name or f"{parent_name} fork@{at}", fork_of=(run.id, at),
                                tags={**(tags or {}), "fork_of": run.id, "fork_seq": at},
-                               run_id=run_id, clock=clock)
-    replaced = _replacements(run, edits)
+                               run_id=run_id, clock=clock, redact=redactor.names)
     skip = {e.seq for e in edits if isinstance(e, ReplaceResponse)}
     cache = ResponseCache(e for e in run.iter_events(start=at + 1) if e.seq not in skip)
     after = WriterSink(writer, cache=cache, edits=replaced)
@@ -187,31 +207,21 @@ def fork(run: Any, at: int, *, program: Program, edit: Edit | Iterable[Edit] | N
 
     def at_cut() -> None:
         rec = holder["rec"]
-        started = rec.emit(FORK_STARTED, {"parent_run": run.id, "parent_seq": at,
-                                          "parent_hash": writer_parent_hash(writer),
-                                          "edits": [e.describe() for e in edits]}, actor="fork")
+        started = rec.emit(ForkStarted(parent_run=run.id, parent_seq=at,
+                                       parent_hash=writer_parent_hash(writer),
+                                       edits=[e.describe() for e in edits]), actor="fork")
         for e in edits:
             if isinstance(e, PatchState):
-                rec.emit(STATE_PATCH, {"ops": [dict(op) for op in e.ops]}, actor="fork",
-                         caused_by=started.seq)
+                rec.emit(StatePatch(ops=[dict(op) for op in e.ops]), actor="fork", caused_by=started.seq)
 
     sink = ReplaySink(run.iter_events(stop=at + 1), run_id=run.id, prefix=at + 1, after=after,
-                      recorded_by=recorded_by(run),
-                      on_cut=at_cut)
+                      recorded_by=recorded_by(run), on_cut=at_cut, redactor=redactor)
     inputs = next((e.inputs for e in edits if isinstance(e, ReplaceInput)), recorded_inputs(run))
     rec = Recorder(sink, inputs=inputs, reducers=program_reducers(program, reducers),
                    clock=clock or time.time, timer=clock or time.perf_counter)
     holder["rec"] = rec
-    try:
+    with closing(writer, what="fork recorded as run"):  # a Stopped fork waits: resume it later
         drive(rec, program)
-    except Stopped as stop:
-        writer.close(status=stop.status)  # e.g. waiting for a decision: resume it later
-        return writer.run
-    except BaseException as exc:
-        writer.close(status="failed")
-        exc.add_note(f"agentlog: fork recorded as run {writer.id}")
-        raise
-    writer.close(status="finished")
     return writer.run
 
 

@@ -50,21 +50,22 @@ from typing import Any, Final
 
 from ..canonical import canonical_json
 from ..events import (
-    APPROVAL_GRANTED,
-    BUDGET_EXCEEDED,
-    LLM_REQUEST,
-    LLM_RESPONSE,
-    RUN_STARTED,
-    SPAN_ENDED,
-    SPAN_STARTED,
-    TOOL_CALL,
-    TOOL_RESULT,
+    INTERRUPTED,
+    ApprovalGranted,
+    BudgetExceeded,
+    BudgetSet,
     Event,
+    LLMRequest,
+    LLMResponse,
+    RunStarted,
+    SpanEnded,
+    SpanStarted,
+    ToolCall,
+    ToolResult,
 )
 from ..fold import Reducers, freeze, pmap, thaw
 from ..fold.reducers import reducer_name
 from ..fold.values import EMPTY_VECTOR, State
-from .sinks import BUDGET_SET, INTERRUPTED
 
 __all__ = ["LOOP_INITIAL", "action_key", "agent_reducers", "tool_action"]
 
@@ -102,17 +103,20 @@ def _set_loop(state: State, **changes: Any) -> State:
     return state.set("loop", loop)
 
 
+_SPAN, _TOOL, _CALL, _ASK = SpanStarted.K, ToolResult.K, ToolCall.K, LLMRequest.K
+
+
 def record_input(state: State, event: Event) -> State:
     """``run.started``: keep the run's input."""
-    return state.set("input", freeze(event.payload.get("inputs")))
+    return state.set("input", freeze(event.payload.get(RunStarted.K.inputs)))
 
 
 def open_step(state: State, event: Event) -> State:
     """``span.started`` of kind ``agent``: a step begins."""
     payload = event.payload
-    if payload.get("kind") != "agent":
+    if payload.get(_SPAN.kind) != "agent":
         return state
-    attrs = payload.get("attributes") or {}
+    attrs = payload.get(_SPAN.attributes) or {}
     step = pmap({"span": event.span_id, "seq": event.seq, "do": attrs.get("do"),
                  "facts": attrs.get("facts"), "completes": attrs.get("completes"),
                  "from": attrs.get("from")})
@@ -124,7 +128,7 @@ def close_step(state: State, event: Event) -> State:
     step = _loop(state)["step"]
     if step is None or step["span"] != event.span_id:
         return state
-    if event.payload.get("error") == INTERRUPTED:
+    if event.payload.get(SpanEnded.K.error) == INTERRUPTED:
         return _set_loop(state, step=None, interrupted=step.set("ended", event.seq))
     return _set_loop(state, step=None)
 
@@ -133,11 +137,12 @@ def call_tool(state: State, event: Event) -> State:
     """``tool.call``: the call is pending until its result; it uses up a matching grant."""
     p = event.payload
     loop = _loop(state)
-    pending = pmap({"kind": "tool", "seq": event.seq, "key": p.get("key"), "name": p.get("name"),
-                    "args": freeze(p.get("args") or {}), "idempotency_key": p.get("idempotency_key")})
+    args = p.get(_CALL.args) or {}
+    pending = pmap({"kind": "tool", "seq": event.seq, "key": p.get(_CALL.key), "name": p.get(_CALL.name),
+                    "args": freeze(args), "idempotency_key": p.get(_CALL.idempotency_key)})
     granted = loop["granted"]
     if granted:
-        wanted = action_key(tool_action(str(p.get("name")), p.get("args") or {}))
+        wanted = action_key(tool_action(str(p.get(_CALL.name)), args))
         decided = state.get("approvals", pmap()).get("decided", pmap())
         for i, seq in enumerate(granted):
             entry = decided.get(str(seq))
@@ -153,8 +158,8 @@ def finish_tool(state: State, event: Event) -> State:
     p = event.payload
     call = loop["pending"] if loop["pending"] is not None and loop["pending"]["kind"] == "tool" else None
     answer = loop["answer"]
-    entry = pmap({"name": p.get("name"), "args": call["args"] if call is not None else None,
-                  "result": freeze(p.get("result")), "error": p.get("error"),
+    entry = pmap({"name": p.get(_TOOL.name), "args": call["args"] if call is not None else None,
+                  "result": freeze(p.get(_TOOL.result)), "error": p.get(_TOOL.error),
                   "call": event.caused_by, "seq": event.seq,
                   "answer": answer["seq"] if answer is not None else None})
     return state.set("tools", state.get("tools", EMPTY_VECTOR).append(entry)).set(
@@ -164,17 +169,16 @@ def finish_tool(state: State, event: Event) -> State:
 def ask_model(state: State, event: Event) -> State:
     """``llm.request``: the request is pending until its answer."""
     p = event.payload
-    pending = pmap({"kind": "llm", "seq": event.seq, "key": p.get("key"), "model": p.get("model"),
-                    "tools": freeze(p.get("tools")), "params": freeze(p.get("params")),
-                    "response_format": freeze(p.get("response_format"))})
+    pending = pmap({"kind": "llm", "seq": event.seq, "key": p.get(_ASK.key), "model": p.get(_ASK.model),
+                    "tools": freeze(p.get(_ASK.tools)), "params": freeze(p.get(_ASK.params)),
+                    "response_format": freeze(p.get(_ASK.response_format))})
     return _set_loop(state, pending=pending)
 
 
 def model_answered(state: State, event: Event) -> State:
     """``llm.response``: keep the answer (its text is the reasoning an approver sees)."""
-    p = event.payload
-    message = p.get("message") or {}
-    answer = pmap({"seq": event.seq, "content": message.get("content", p.get("content")),
+    message = LLMResponse.of(event).message  # the assistant message's own keys: "content", ...
+    answer = pmap({"seq": event.seq, "content": message.get("content"),
                    "tool_calls": freeze(message.get("tool_calls") or [])})
     return _set_loop(state, pending=None, answer=answer)
 
@@ -182,13 +186,13 @@ def model_answered(state: State, event: Event) -> State:
 def grant(state: State, event: Event) -> State:
     """``approval.granted``: the gated tool call may run (once)."""
     loop = _loop(state)
-    return state.set("loop", loop.set("granted", loop["granted"].append(event.payload["request"])))
+    return state.set("loop", loop.set("granted", loop["granted"].append(event.payload[ApprovalGranted.K.request])))
 
 
 def set_budget(state: State, event: Event) -> State:
     """``budget.set``: the budget for the rest of the run; a past overrun no longer stops it
     (``status`` goes back from ``budget_exceeded`` to ``running``)."""
-    state = _set_loop(state, budget=freeze(event.payload.get("budget")), exceeded=None)
+    state = _set_loop(state, budget=freeze(event.payload.get(BudgetSet.K.budget)), exceeded=None)
     return state.set("status", "running") if state.get("status") == "budget_exceeded" else state
 
 
@@ -198,16 +202,16 @@ def budget_exceeded(state: State, event: Event) -> State:
 
 
 _LOOP_REDUCERS: Final[tuple[tuple[str, Callable[[State, Event], State]], ...]] = (
-    (RUN_STARTED, record_input),
-    (SPAN_STARTED, open_step),
-    (SPAN_ENDED, close_step),
-    (TOOL_CALL, call_tool),
-    (TOOL_RESULT, finish_tool),
-    (LLM_REQUEST, ask_model),
-    (LLM_RESPONSE, model_answered),
-    (APPROVAL_GRANTED, grant),
-    (BUDGET_SET, set_budget),
-    (BUDGET_EXCEEDED, budget_exceeded),
+    (RunStarted.TYPE, record_input),
+    (SpanStarted.TYPE, open_step),
+    (SpanEnded.TYPE, close_step),
+    (ToolCall.TYPE, call_tool),
+    (ToolResult.TYPE, finish_tool),
+    (LLMRequest.TYPE, ask_model),
+    (LLMResponse.TYPE, model_answered),
+    (ApprovalGranted.TYPE, grant),
+    (BudgetSet.TYPE, set_budget),
+    (BudgetExceeded.TYPE, budget_exceeded),
 )
 
 # Run.state_at keeps its snapshot index per reducer set object: hand out one set per base.

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..errors import PricingError, UnknownModelWarning
-from .usage import Usage
+from ..events import Usage
 
 if TYPE_CHECKING:  # pragma: no cover
     from genai_prices.types import ModelInfo, ModelPrice, Provider
@@ -355,7 +355,7 @@ def cost(model: str | None, usage: Usage, *, provider: str | None = None,
 
     Args:
         model: the model name, as the response (or else the request) gives it.
-        usage: normalised usage (:func:`~agentlog.capture.usage.normalize_usage`).
+        usage: normalised usage (:func:`~agentlog.capture.providers.normalize_usage`).
         provider: the provider id (``openai``, ``anthropic``, ``azure``, ``openrouter``,
             ``aws``...) when known: the same model can cost differently at another provider.
             A provider the catalog does not know is ignored (the detail says so).

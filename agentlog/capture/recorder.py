@@ -4,15 +4,24 @@ A *program* is any callable that takes a :class:`Recorder`. Model calls, tool ca
 clock, uuids and random numbers, state patches and spans go through the recorder, so they land
 in the log; on replay and in forks the recorder serves the recorded answers instead of calling
 out. The recorder does not know which of these it is doing: its sink decides
-(:mod:`agentlog.capture.sinks`).
+(:mod:`agentlog.capture.sinks`). Each call is written once, as steps
+(:mod:`agentlog.capture.effects`) that ``rec.llm`` drives synchronously and ``await rec.allm``
+asynchronously.
+
+Secrets in tool arguments and model requests are redacted (:mod:`agentlog.redact`, with the
+run's own names) before the call's cache key is computed and before anything is written.
 
 >>> import agentlog as al, tempfile
 >>> def hello(rec):
-...     answer = rec.llm({"model": "echo", "messages": [{"role": "user", "content": "hi"}]},
+...     answer = rec.llm({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]},
 ...                      call=lambda req: {"content": "hello", "usage": {"prompt_tokens": 3,
 ...                                                                      "completion_tokens": 1}})
 ...     return answer.content
->>> run = al.record(hello, store=tempfile.mkdtemp(), name="hello")  # doctest: +SKIP
+>>> run = al.record(hello, store=tempfile.mkdtemp(), name="hello")
+>>> run.status, [e.type for e in run.iter_events()][2:4], run.event(3).input_tokens
+('finished', ['llm.request', 'llm.response'], 3)
+>>> run.event(3).cost_usd > 0, run.event(len(run) - 1).payload
+(True, {'result': 'hello'})
 """
 
 from __future__ import annotations
@@ -25,29 +34,45 @@ import random as _random
 import time
 import uuid as _uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from ..errors import RecordError, ReplayMissError, ToolError
-from ..events import (ERROR, LLM_REQUEST, LLM_RESPONSE, SPAN_ENDED, SPAN_STARTED, STATE_PATCH,
-                     TOOL_CALL, TOOL_RESULT, BlobRef, Event)
-from ..keys import REQUEST_SLOTS, canonical_request, llm_key, tool_key
+from ..events import (
+    ERROR,
+    INTERRUPTED,
+    LLM_RESPONSE,
+    TOOL_RESULT,
+    BlobRef,
+    Body,
+    CallFailed,
+    Event,
+    LLMRequest,
+    RandomValue,
+    SpanEnded,
+    SpanStarted,
+    StatePatch,
+    TimeNow,
+    ToolCall,
+    ToolResult,
+    UUIDNew,
+)
+from ..keys import canonical_request, llm_key, tool_key
+from ..redact import Redactor
 from . import pricing
-from .llm import LLMResult, response_fields
-from .sinks import INTERRUPTED, Interrupted, Served, Sink
+from .effects import Live, Steps, arun, run
+from .providers import LLMResult, normalize
+from .sinks import Interrupted, Sink
 
-__all__ = ["LLMCallError", "Recorder", "active_recorder", "span", "tool"]
+__all__ = ["LLMCallError", "Recorder", "active_recorder", "call_failed", "error_text", "span", "takes_idempotency_key",
+           "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+V = TypeVar("V", TimeNow, UUIDNew, RandomValue)
 
 _active: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("agentlog_recorder", default=None)
 _current_span: contextvars.ContextVar[tuple[int, str] | None] = contextvars.ContextVar(
     "agentlog_span", default=None)
-
-
-#: :meth:`Recorder._recorded_result` when the log has no result and the tool must run.
-_LIVE: Any = object()
 
 
 class LLMCallError(RecordError):
@@ -63,7 +88,8 @@ def active_recorder() -> Recorder | None:
     return _active.get()
 
 
-def _takes_idempotency_key(fn: Callable[..., Any]) -> bool:
+def takes_idempotency_key(fn: Callable[..., Any]) -> bool:
+    """True if ``fn`` accepts an ``idempotency_key`` keyword (by name or ``**kwargs``)."""
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -71,25 +97,31 @@ def _takes_idempotency_key(fn: Callable[..., Any]) -> bool:
     return "idempotency_key" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
-def _error_text(exc: BaseException) -> str:
+def error_text(exc: BaseException) -> str:
+    """``"<exception type>: <message>"``, as errors are recorded."""
     return f"{type(exc).__name__}: {exc}"
 
 
 def _span_error(exc: BaseException) -> str:
     # A process stopped by a crash (seen again on replay) or by Ctrl-C is resumable: its spans
     # end as "interrupted", the same text al.resume writes for spans a crash left open.
-    return INTERRUPTED if isinstance(exc, (Interrupted, KeyboardInterrupt)) else _error_text(exc)
+    return INTERRUPTED if isinstance(exc, (Interrupted, KeyboardInterrupt)) else error_text(exc)
 
 
-def _plain(value: Any) -> Any:
+def _unblob(value: Any) -> Any:
     """A payload value with blob references read back as text (a request asked again)."""
     if isinstance(value, BlobRef):
         return value.text()
     if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: _unblob(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [_unblob(v) for v in value]
     return value
+
+
+def call_failed(kind: str, key: str, exc: BaseException) -> CallFailed:
+    """The ``error`` event of a call of ``kind`` with ``key`` that raised ``exc``."""
+    return CallFailed(kind=kind, key=key, error=error_text(exc), type=type(exc).__name__)
 
 
 class Recorder:
@@ -125,7 +157,9 @@ class Recorder:
         self._state = state
         self._unfolded: list[Event] = []
         self.live_calls = 0
+        """Calls that went out (model, tool, HTTP)."""
         self.served_calls = 0
+        """Calls answered from a log."""
 
     # --- state ------------------------------------------------------------------------------
 
@@ -138,6 +172,11 @@ class Recorder:
     def next_seq(self) -> int:
         """The seq the next event will get (so far: the number of events in the run)."""
         return self._sink.next_seq
+
+    @property
+    def redactor(self) -> Redactor:
+        """The run's redaction policy (:mod:`agentlog.redact`)."""
+        return self._sink.redactor
 
     @property
     def state(self) -> Any:
@@ -153,11 +192,19 @@ class Recorder:
 
     # --- plain events -----------------------------------------------------------------------
 
-    def emit(self, type: str, payload: Mapping[str, Any] | None = None, *, actor: str | None = None,
+    def emit(self, type: str | Body, payload: Mapping[str, Any] | None = None, *, actor: str | None = None,
              caused_by: int | None = None, span_id: str | None = None, **usage: Any) -> Event:
-        """Append an event of any type; the current span and actor are filled in."""
-        return self._sink.emit(type, dict(payload or {}), actor=actor or self.actor,
-                               caused_by=caused_by, span_id=span_id or self.current_span, **usage)
+        """Append an event; the current span and the recorder's actor are filled in.
+
+        Args:
+            type: a typed body (``al.events.Note(...)``, ``StatePatch(ops=...)``), or an event
+                type with its ``payload`` (and usage columns as keywords).
+        """
+        actor, span_id = actor or self.actor, span_id or self.current_span
+        if isinstance(type, Body):
+            return self._sink.emit(type, actor=actor, caused_by=caused_by, span_id=span_id)
+        return self._sink.emit(type, dict(payload or {}), actor=actor, caused_by=caused_by,
+                               span_id=span_id, **usage)
 
     def patch(self, ops: Sequence[Mapping[str, Any]], *, actor: str | None = None) -> Event:
         """Append a ``state.patch``: RFC 6902 ops on ``state["vars"]``, checked before writing.
@@ -168,11 +215,21 @@ class Recorder:
         from ..fold import apply_patch
         ops = [dict(op) for op in ops]
         apply_patch(self.state["vars"], ops)  # fail here, not later in every fold
-        return self.emit(STATE_PATCH, {"ops": ops}, actor=actor)
+        return self.emit(StatePatch(ops=ops), actor=actor)
 
     def blob(self, data: bytes | str, media_type: str | None = None) -> BlobRef:
         """Store bytes or text as a content-addressed blob and return its reference."""
         return self._sink.put_blob(data, media_type)
+
+    def serve(self, kind: str, key: str, cause: Event | None, *, actor: str | None = None) -> Event | None:
+        """The recorded answer of kind ``kind`` to the call with ``key``, appended as this
+        call's answer (``caused_by`` ``cause``), or ``None`` when the call must go out live."""
+        event = self._sink.serve(kind, key, actor=actor or self.actor,
+                                 caused_by=None if cause is None else cause.seq,
+                                 span_id=self.current_span)
+        if event is not None:
+            self.served_calls += 1
+        return event
 
     # --- spans ------------------------------------------------------------------------------
 
@@ -191,70 +248,21 @@ class Recorder:
         ``contextvars``, so spans nest correctly across ``asyncio`` tasks.
         """
         span_id = f"s{self._sink.next_seq}"
-        payload: dict[str, Any] = {"name": name, "kind": kind, "parent": self.current_span}
-        if attributes:
-            payload["attributes"] = dict(attributes)
-        started = self.emit(SPAN_STARTED, payload, actor=actor, span_id=span_id)
+        started = self.emit(SpanStarted(name=name, kind=kind, parent=self.current_span,
+                                        attributes=dict(attributes) if attributes else None),
+                            actor=actor, span_id=span_id)
         token = _current_span.set((id(self), span_id))
         try:
             yield span_id
         except BaseException as exc:
             _current_span.reset(token)
-            self.emit(SPAN_ENDED, {"name": name, "status": "error", "error": _span_error(exc)},
+            self.emit(SpanEnded(name=name, status="error", error=_span_error(exc)),
                       actor=actor, caused_by=started.seq, span_id=span_id)
             raise
         _current_span.reset(token)
-        self.emit(SPAN_ENDED, {"name": name, "status": "ok", "error": None},
-                  actor=actor, caused_by=started.seq, span_id=span_id)
+        self.emit(SpanEnded(name=name), actor=actor, caused_by=started.seq, span_id=span_id)
 
     # --- model calls ------------------------------------------------------------------------
-
-    def _llm_request(self, request: Mapping[str, Any], actor: str | None) -> tuple[str, Event]:
-        key = llm_key(request)
-        event = self.emit(LLM_REQUEST, {"key": key, **canonical_request(request)}, actor=actor)
-        return key, event
-
-    def _served(self, served: Served, caused_by: int, actor: str | None) -> Event:
-        self.served_calls += 1
-        return self._sink.emit(served.type, dict(served.payload), actor=actor or self.actor,
-                               caused_by=caused_by, span_id=self.current_span, **served.fields)
-
-    def _llm_answer(self, key: str, request_event: Event, actor: str | None) -> LLMResult | None:
-        served = self._sink.lookup(LLM_RESPONSE, key)
-        if served is None:
-            return None
-        event = self._served(served, request_event.seq, actor)
-        if event.type == ERROR:
-            raise LLMCallError(event.seq, str(event.payload.get("error")))
-        return LLMResult.from_event(event)
-
-    def _llm_call_fn(self, call: Any, key: str) -> Any:
-        fn = self._live_llm or call
-        if fn is None:
-            raise ReplayMissError(f"run {self.run_id}: no recorded answer for model request {key[:16]}… "
-                                  "and no call= to make it live")
-        return fn
-
-    def _llm_record(self, raw: Any, key: str, request: Mapping[str, Any], request_event: Event,
-                    started: float, provider: str | None, actor: str | None) -> LLMResult:
-        self.live_calls += 1
-        duration = (self.timer() - started) * 1000
-        fields, usage = response_fields(raw, provider=provider)
-        model = fields.pop("model") or request.get("model")
-        when = datetime.fromtimestamp(request_event.ts / 1e6, tz=UTC) if request_event.ts else None
-        cost = pricing.cost(model, usage, provider=provider, when=when) if model else None
-        payload = {"key": key, "model": model, **fields, "usage": asdict(usage),
-                   "cost_source": cost.source if cost else "unknown", "cache_hit": False}
-        event = self.emit(LLM_RESPONSE, payload, actor=actor, caused_by=request_event.seq,
-                          model=model, input_tokens=usage.input_tokens,
-                          output_tokens=usage.output_tokens, cached_tokens=usage.cached_tokens,
-                          cost_usd=cost.usd if cost else None, duration_ms=duration)
-        return LLMResult.from_event(event)
-
-    def _call_failed(self, kind: str, key: str, cause: Event, exc: BaseException,
-                     actor: str | None) -> Event:
-        return self.emit(ERROR, {"kind": kind, "key": key, "error": _error_text(exc),
-                                 "type": type(exc).__name__}, actor=actor, caused_by=cause.seq)
 
     def llm(self, request: Mapping[str, Any], call: Callable[[Mapping[str, Any]], Any] | None = None,
             *, provider: str | None = None, actor: str | None = None) -> LLMResult:
@@ -267,29 +275,17 @@ class Recorder:
             request: a chat-style mapping: model, messages, tools, params, response_format
                 (nested under ``params`` or flat, OpenAI-style).
             call: performs the request and returns the provider's response (an SDK object, a
-                mapping, or a string).
-            provider: the provider's name, when the usage shape alone is ambiguous.
+                mapping, or a string; see :mod:`agentlog.capture.providers`).
+            provider: the provider's name, when the usage shape alone is ambiguous (and to
+                price the call at that provider).
         """
-        with self.span(str(request.get("model") or "llm"), kind="llm", actor=actor):
-            key, request_event = self._llm_request(request, actor)
-            return self._llm_complete(key, request, request_event, call, provider, actor)
+        return run(self._llm_steps(request, call, provider, actor, None))
 
-    def _llm_complete(self, key: str, request: Mapping[str, Any], request_event: Event,
-                      call: Any, provider: str | None, actor: str | None) -> LLMResult:
-        answer = self._llm_answer(key, request_event, actor)
-        if answer is not None:
-            return answer
-        fn = self._llm_call_fn(call, key)
-        started = self.timer()
-        try:
-            raw = fn(request)
-        except Exception as exc:
-            raise self._llm_failed(key, request_event, exc, actor) from exc
-        return self._llm_record(raw, key, request, request_event, started, provider, actor)
-
-    def _llm_failed(self, key: str, request_event: Event, exc: Exception, actor: str | None) -> LLMCallError:
-        failed = self._call_failed("llm.response", key, request_event, exc, actor)
-        return LLMCallError(failed.seq, _error_text(exc))
+    async def allm(self, request: Mapping[str, Any],
+                   call: Callable[[Mapping[str, Any]], Awaitable[Any] | Any] | None = None,
+                   *, provider: str | None = None, actor: str | None = None) -> LLMResult:
+        """:meth:`llm` for async code: ``call`` may return an awaitable, which is awaited."""
+        return await arun(self._llm_steps(request, call, provider, actor, None))
 
     def answer_llm(self, request_event: Event, call: Callable[[Mapping[str, Any]], Any] | None = None,
                    *, provider: str | None = None, actor: str | None = None) -> LLMResult:
@@ -303,64 +299,54 @@ class Recorder:
             request_event: the ``llm.request`` left without an answer.
             call: performs the request (as in :meth:`llm`).
         """
-        payload = request_event.payload
-        request = {slot: _plain(payload.get(slot)) for slot in REQUEST_SLOTS}
-        with self.span(str(request.get("model") or "llm"), kind="llm", actor=actor):
-            return self._llm_complete(str(payload["key"]), request, request_event, call, provider, actor)
+        asked = LLMRequest.of(request_event)
+        request = {"model": asked.model, "messages": _unblob(asked.messages), "tools": _unblob(asked.tools),
+                   "params": _unblob(asked.params), "response_format": _unblob(asked.response_format)}
+        return run(self._llm_steps(request, call, provider, actor, request_event))
 
-    async def allm(self, request: Mapping[str, Any],
-                   call: Callable[[Mapping[str, Any]], Awaitable[Any]] | None = None,
-                   *, provider: str | None = None, actor: str | None = None) -> LLMResult:
-        """The async twin of :meth:`llm`: ``call`` is awaited."""
+    def _llm_request(self, request: Mapping[str, Any], provider: str | None) -> LLMRequest:
+        """The request as recorded: canonical, its secrets redacted, keyed by what is recorded."""
+        canonical = self.redactor.value(canonical_request(request))
+        return LLMRequest(key=llm_key(canonical), provider=provider, **canonical)
+
+    def _llm_steps(self, request: Mapping[str, Any], call: Any, provider: str | None,
+                   actor: str | None, asked: Event | None) -> Steps[LLMResult]:
         with self.span(str(request.get("model") or "llm"), kind="llm", actor=actor):
-            key, request_event = self._llm_request(request, actor)
-            answer = self._llm_answer(key, request_event, actor)
-            if answer is not None:
-                return answer
-            fn = self._llm_call_fn(call, key)
+            if asked is None:
+                body = self._llm_request(request, provider)
+                asked, key = self.emit(body, actor=actor), body.key
+            else:
+                key = LLMRequest.of(asked).key
+            served = self.serve(LLM_RESPONSE, key, asked, actor=actor)
+            if served is not None:
+                if served.type == ERROR:
+                    raise LLMCallError(served.seq, str(CallFailed.of(served).error))
+                return LLMResult.from_event(served)
+            fn = self._live_llm or call
+            if fn is None:
+                raise ReplayMissError(f"run {self.run_id}: no recorded answer for model request "
+                                      f"{key[:16]}… and no call= to make it live")
             started = self.timer()
             try:
-                raw = fn(request)
-                raw = await raw if inspect.isawaitable(raw) else raw
+                raw = yield Live(fn, request)
             except Exception as exc:
-                raise self._llm_failed(key, request_event, exc, actor) from exc
-            return self._llm_record(raw, key, request, request_event, started, provider, actor)
+                failed = self.emit(call_failed(LLM_RESPONSE, key, exc), actor=actor, caused_by=asked.seq)
+                raise LLMCallError(failed.seq, error_text(exc)) from exc
+            self.live_calls += 1
+            answered = self._llm_answer(raw, key, request, asked, started, provider)
+            return LLMResult.from_event(self.emit(answered, actor=actor, caused_by=asked.seq))
+
+    def _llm_answer(self, raw: Any, key: str, request: Mapping[str, Any], asked: Event,
+                    started: float, provider: str | None) -> Body:
+        duration = (self.timer() - started) * 1000
+        answer = normalize(raw, provider=provider)
+        model = answer.model or request.get("model")
+        when = datetime.fromtimestamp(asked.ts / 1e6, tz=UTC) if asked.ts else None
+        cost = pricing.cost(model, answer.usage, provider=provider, when=when) if model else None
+        return answer.response(key=key, model=model, cost_usd=cost.usd if cost else None,
+                               cost_source=cost.source if cost else "unknown", duration_ms=duration)
 
     # --- tool calls -------------------------------------------------------------------------
-
-    def _tool_request(self, name: str, args: Mapping[str, Any], actor: str | None) -> tuple[str, Event]:
-        key = tool_key(name, args)
-        idem = f"{self.run_id}:{self._sink.next_seq}"
-        event = self.emit(TOOL_CALL, {"key": key, "name": name, "args": dict(args),
-                                      "idempotency_key": idem}, actor=actor)
-        return key, event
-
-    def _tool_answer(self, key: str, name: str, call_event: Event, actor: str | None) -> Event | None:
-        served = self._sink.lookup(TOOL_RESULT, key)
-        if served is None:
-            return None
-        event = self._served(served, call_event.seq, actor)
-        if "error" in event.payload and event.payload["error"] is not None:
-            raise ToolError(name, event.seq, str(event.payload["error"]))
-        return event
-
-    @staticmethod
-    def _tool_kwargs(fn: Callable[..., Any], args: Mapping[str, Any], call_event: Event) -> dict[str, Any]:
-        kwargs = dict(args)
-        if _takes_idempotency_key(fn):
-            kwargs["idempotency_key"] = call_event.payload["idempotency_key"]
-        return kwargs
-
-    def _tool_done(self, key: str, name: str, call_event: Event, started: float, result: Any = None,
-                   exc: BaseException | None = None, actor: str | None = None) -> Event:
-        self.live_calls += 1
-        duration = (self.timer() - started) * 1000
-        payload: dict[str, Any] = {"key": key, "name": name}
-        if exc is None:
-            payload["result"] = result
-        else:
-            payload.update(error=_error_text(exc), type=type(exc).__name__)
-        return self.emit(TOOL_RESULT, payload, actor=actor, caused_by=call_event.seq, duration_ms=duration)
 
     def tool(self, name: str, args: Mapping[str, Any] | None = None,
              fn: Callable[..., Any] | None = None, *, actor: str | None = None) -> Any:
@@ -370,43 +356,18 @@ class Recorder:
         it takes an ``idempotency_key`` argument) and ``tool.result`` inside a span of kind
         ``tool``. ``fn`` is called as ``fn(**args)``; its result must be JSON (bytes become a
         blob). A failing tool is recorded and raises :class:`~agentlog.errors.ToolError`.
+        Arguments named like secrets are recorded (and keyed) as ``"[REDACTED]"``; ``fn`` gets
+        them as given.
 
         Returns:
             the result as stored in the log (so recording and replay return the same value).
         """
-        args = dict(args or {})
-        with self.span(name, kind="tool", actor=actor):
-            key, call_event = self._tool_request(name, args, actor)
-            return self._tool_complete(key, name, args, call_event, fn, actor)
+        return run(self._tool_steps(name, dict(args or {}), fn, actor, None))
 
-    def _recorded_result(self, key: str, name: str, call_event: Event,
-                         fn: Callable[..., Any] | None, actor: str | None) -> Any:
-        """The call's recorded result, or :data:`_LIVE` when ``fn`` must run now."""
-        served = self._tool_answer(key, name, call_event, actor)
-        if served is not None:
-            return served.payload.get("result")
-        if fn is None:
-            raise ReplayMissError(f"run {self.run_id}: no recorded result for tool {name!r} "
-                                  f"(key {key[:16]}…) and no fn= to call it live")
-        return _LIVE
-
-    def _tool_failed(self, key: str, name: str, call_event: Event, started: float,
-                     exc: Exception, actor: str | None) -> ToolError:
-        done = self._tool_done(key, name, call_event, started, exc=exc, actor=actor)
-        return ToolError(name, done.seq, _error_text(exc))
-
-    def _tool_complete(self, key: str, name: str, args: Mapping[str, Any], call_event: Event,
-                       fn: Callable[..., Any] | None, actor: str | None) -> Any:
-        recorded = self._recorded_result(key, name, call_event, fn, actor)
-        if recorded is not _LIVE:
-            return recorded
-        assert fn is not None
-        started = self.timer()
-        try:
-            result = fn(**self._tool_kwargs(fn, args, call_event))
-        except Exception as exc:
-            raise self._tool_failed(key, name, call_event, started, exc, actor) from exc
-        return self._tool_done(key, name, call_event, started, result, actor=actor).payload.get("result")
+    async def atool(self, name: str, args: Mapping[str, Any] | None = None,
+                    fn: Callable[..., Any] | None = None, *, actor: str | None = None) -> Any:
+        """:meth:`tool` for async code: ``fn`` may be a coroutine function."""
+        return await arun(self._tool_steps(name, dict(args or {}), fn, actor, None))
 
     def answer_tool(self, call_event: Event, fn: Callable[..., Any] | None = None, *,
                     actor: str | None = None) -> Any:
@@ -415,41 +376,70 @@ class Recorder:
         ``fn`` is called with the call's recorded args and its *original* idempotency key, so
         a downstream service that already did the work recognises the repeat; the result is
         ``caused_by`` the original ``tool.call``, inside a new span of kind ``tool``. On replay
-        the recorded result is served.
+        the recorded result is served. (A redacted argument is recorded as ``"[REDACTED]"``,
+        and that is what ``fn`` gets here: give tools their secrets some other way.)
 
         Raises:
             ToolError: the tool failed (recorded).
         """
-        payload = call_event.payload
-        name, args = str(payload["name"]), dict(payload.get("args") or {})
-        with self.span(name, kind="tool", actor=actor):
-            return self._tool_complete(str(payload["key"]), name, args, call_event, fn, actor)
+        called = ToolCall.of(call_event)
+        return run(self._tool_steps(called.name, dict(called.args), fn, actor, call_event))
 
-    async def atool(self, name: str, args: Mapping[str, Any] | None = None,
-                    fn: Callable[..., Any] | None = None, *, actor: str | None = None) -> Any:
-        """The async twin of :meth:`tool`: ``fn`` may be a coroutine function."""
-        args = dict(args or {})
+    def tool_call(self, name: str, args: Mapping[str, Any], *, actor: str | None = None) -> Event:
+        """Append the ``tool.call`` of a call about to be made (secrets redacted, keyed, with its
+        idempotency key), for code that makes the call itself."""
+        return self.emit(self._tool_call(name, args), actor=actor)
+
+    def _tool_call(self, name: str, args: Mapping[str, Any]) -> ToolCall:
+        safe = self.redactor.value(args)
+        return ToolCall(key=tool_key(name, safe), name=name, args=safe,
+                        idempotency_key=f"{self.run_id}:{self.next_seq}")
+
+    def _tool_steps(self, name: str, args: dict[str, Any], fn: Callable[..., Any] | None,
+                    actor: str | None, called: Event | None) -> Steps[Any]:
         with self.span(name, kind="tool", actor=actor):
-            key, call_event = self._tool_request(name, args, actor)
-            recorded = self._recorded_result(key, name, call_event, fn, actor)
-            if recorded is not _LIVE:
-                return recorded
-            assert fn is not None
+            if called is None:
+                call = self._tool_call(name, args)
+                called = self.emit(call, actor=actor)
+            else:
+                call = ToolCall.of(called)
+            served = self.serve(TOOL_RESULT, call.key, called, actor=actor)
+            if served is not None:
+                if served.type == ERROR:
+                    raise ToolError(name, served.seq, str(CallFailed.of(served).error))
+                answer = ToolResult.of(served)
+                if answer.failed:
+                    raise ToolError(name, served.seq, str(answer.error))
+                return answer.result
+            if fn is None:
+                raise ReplayMissError(f"run {self.run_id}: no recorded result for tool {name!r} "
+                                      f"(key {call.key[:16]}…) and no fn= to call it live")
+            kwargs = dict(args)
+            if takes_idempotency_key(fn):
+                kwargs["idempotency_key"] = call.idempotency_key
             started = self.timer()
             try:
-                result = fn(**self._tool_kwargs(fn, args, call_event))
-                result = await result if inspect.isawaitable(result) else result
+                result = yield Live(fn, **kwargs)
             except Exception as exc:
-                raise self._tool_failed(key, name, call_event, started, exc, actor) from exc
-            return self._tool_done(key, name, call_event, started, result, actor=actor).payload.get("result")
+                self.live_calls += 1
+                done = self.emit(ToolResult(key=call.key, name=name, error=error_text(exc),
+                                            type=type(exc).__name__, duration_ms=self._since(started)),
+                                 actor=actor, caused_by=called.seq)
+                raise ToolError(name, done.seq, error_text(exc)) from exc
+            self.live_calls += 1
+            done = self.emit(ToolResult(key=call.key, name=name, result=result,
+                                        duration_ms=self._since(started)),
+                             actor=actor, caused_by=called.seq)
+            return ToolResult.of(done).result
+
+    def _since(self, started: float) -> float:
+        return (self.timer() - started) * 1000
 
     # --- recorded values --------------------------------------------------------------------
 
-    def _value(self, kind: str, make: Callable[[], Any]) -> Any:
-        served = self._sink.lookup(kind, "")
-        if served is not None:
-            return self._served(served, None, None).payload["value"]  # type: ignore[arg-type]
-        return self.emit(kind, {"value": make()}).payload["value"]
+    def _value(self, cls: type[V], make: Callable[[], Any]) -> Any:
+        event = self.serve(cls.TYPE, "", None) or self.emit(cls(value=make()))
+        return cls.of(event).value
 
     def external_events(self) -> list[Event] | None:
         """The events appended to the run from outside while its program was stopped here.
@@ -462,15 +452,15 @@ class Recorder:
 
     def now(self) -> float:
         """The wall clock (seconds since the epoch), recorded, and served back on replay."""
-        return float(self._value("time.now", self._clock))
+        return float(self._value(TimeNow, self._clock))
 
     def uuid(self) -> _uuid.UUID:
         """A random UUID, recorded, and served back on replay."""
-        return _uuid.UUID(self._value("uuid.new", lambda: str(_uuid.uuid4())))
+        return _uuid.UUID(self._value(UUIDNew, lambda: str(_uuid.uuid4())))
 
     def random(self) -> float:
         """A random float in [0, 1), recorded, and served back on replay."""
-        return float(self._value("random.value", _random.random))
+        return float(self._value(RandomValue, _random.random))
 
     def __repr__(self) -> str:
         return f"<Recorder run={self.run_id} next_seq={self._sink.next_seq}>"

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DivergenceError
-from ..events import RUN_STARTED
+from ..events import RunStarted
 from .divergence import Divergence
+from .lifecycle import Stopped, closing, drive
 from .recorder import Recorder
 from .replayable import require_replayable
-from .session import Program, Stopped, drive, program_reducers, resolve_store
-from .sinks import Interrupted, ReplaySink, ResponseCache, WriterSink, recorded_by
+from .session import Program, program_reducers, resolve_store
+from .sinks import Interrupted, ReplaySink, ResponseCache, WriterSink, recorded_by, run_redactor
 
 __all__ = ["ReplayMode", "ReplayResult", "assert_replays", "recorded_inputs", "replay"]
 
@@ -73,11 +74,12 @@ def recorded_inputs(run: Any) -> Any:
     if len(run) == 0:
         return None
     first = run.event(0)
-    return first.payload.get("inputs") if first.type == RUN_STARTED else None
+    return RunStarted.of(first).inputs if first.type == RunStarted.TYPE else None
 
 
 def _strict(program: Program, run: Any, reducers: Any) -> ReplayResult:
-    sink = ReplaySink(run.iter_events(), run_id=run.id, prefix=len(run), recorded_by=recorded_by(run))
+    sink = ReplaySink(run.iter_events(), run_id=run.id, prefix=len(run), recorded_by=recorded_by(run),
+                      redactor=run_redactor(run))
     rec = Recorder(sink, inputs=recorded_inputs(run), reducers=program_reducers(program, reducers))
     divergence, result = None, None
     try:
@@ -103,20 +105,14 @@ def _strict(program: Program, run: Any, reducers: Any) -> ReplayResult:
 def _permissive(program: Program, run: Any, live: Callable[[Mapping[str, Any]], Any] | None,
                 store: Any, name: str | None, reducers: Any) -> ReplayResult:
     writer = resolve_store(store if store is not None else run.store).create_run(
-        name=name or f"{run.meta.get('name') or run.id} replay", tags={"replay_of": run.id})
+        name=name or f"{run.meta.get('name') or run.id} replay", tags={"replay_of": run.id},
+        redact=run_redactor(run).names)
     rec = Recorder(WriterSink(writer, cache=ResponseCache(run.iter_events())),
                    inputs=recorded_inputs(run), reducers=program_reducers(program, reducers),
                    live_llm=live)
-    status, result = "finished", None
-    try:
+    result = None
+    with closing(writer, what="replayed into run"):
         result = drive(rec, program)
-    except Stopped as stop:
-        status = stop.status
-    except BaseException as exc:
-        writer.close(status="failed")
-        exc.add_note(f"agentlog: replayed into run {writer.id}")
-        raise
-    writer.close(status=status)
     new = writer.run
     return ReplayResult(mode=ReplayMode.PERMISSIVE, ok=True, events=len(new),
                         served=rec.served_calls, live=rec.live_calls, run=new, result=result)

@@ -1,11 +1,23 @@
-"""Recording a program: ``al.record(program)`` and ``with al.recording() as rec:``.
+"""Recording a program: ``al.record(program)``, ``await al.arecord(program)`` and
+``with al.recording() as rec:``.
 
 A recorded program's run starts with ``run.started`` (its inputs) and ends with
 ``run.finished`` (its result) or ``run.failed`` (the error, which is raised again with a note
-naming the run). Replay and forks drive a program the same way (:func:`drive`), so the events
-they compare line up. A program may also stop without finishing, by raising :class:`Stopped`
-(the loop runtime does, to wait for a person's decision): the run is closed with the stop's
-status and can be resumed later.
+naming the run); Ctrl-C leaves it ``interrupted``, and a program that raises
+:class:`~agentlog.capture.lifecycle.Stopped` leaves it with the stop's status, to be resumed
+later. Replay, forks and the loop runtime drive programs through the same lifecycle
+(:mod:`agentlog.capture.lifecycle`), so the events they compare line up.
+
+>>> import agentlog as al, tempfile
+>>> store = al.Store(tempfile.mkdtemp())
+>>> with al.recording(store=store, name="notes") as rec:
+...     note = rec.emit("note", {"text": "hello"})
+...     doubled = rec.tool("lookup", {"id": 7, "api_key": "sk-live-1"}, fn=lambda id, api_key: id * 2)
+>>> run = store.run(rec.run_id)
+>>> [e.type for e in run.iter_events()][-4:], run.status
+(['tool.call', 'tool.result', 'span.ended', 'run.finished'], 'finished')
+>>> run.event(3).payload["args"]
+{'api_key': '[REDACTED]', 'id': 7}
 """
 
 from __future__ import annotations
@@ -13,29 +25,19 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ..errors import DivergenceError
-from ..events import RUN_FAILED, RUN_FINISHED, RUN_STARTED
-from .recorder import Recorder, activate
+from .lifecycle import Stopped, adrive, closing, drive, program_steps
+from .recorder import Recorder
 from .sinks import WriterSink
 
-__all__ = ["Stopped", "arecord", "drive", "program_reducers", "record", "recording", "resolve_store"]
+__all__ = ["Program", "Stopped", "arecord", "drive", "program_name", "program_reducers", "record",
+           "recording", "resolve_store"]
 
 Program = Callable[[Recorder], Any]
-
-
-class Stopped(Exception):
-    """Raised by a program to stop without finishing: no ``run.finished``, and the run is closed
-    with ``status`` (``waiting`` for a decision, ``budget_exceeded``), to be resumed later.
-
-    ``record``, ``replay`` and ``fork`` treat it as a clean end, not a failure.
-    """
-
-    def __init__(self, status: str, reason: str = "") -> None:
-        self.status, self.reason = status, reason
-        super().__init__(f"stopped ({status})" + (f": {reason}" if reason else ""))
+Tags = Sequence[str] | Mapping[str, Any] | None
 
 
 def program_reducers(program: Any, reducers: Any = None) -> Any:
@@ -58,77 +60,20 @@ def program_name(program: Any) -> str:
     return f"{getattr(program, '__module__', '?')}:{name}"
 
 
-def _failed(rec: Recorder, exc: BaseException) -> None:
-    rec.emit(RUN_FAILED, {"error": f"{type(exc).__name__}: {exc}", "type": type(exc).__name__})
-
-
-def drive(rec: Recorder, program: Program) -> Any:
-    """Run ``program(rec)`` between ``run.started`` and ``run.finished`` / ``run.failed``."""
-    with activate(rec):
-        rec.emit(RUN_STARTED, {"inputs": rec.inputs})
-        try:
-            result = program(rec)
-        except (DivergenceError, Stopped):
-            raise
-        except Exception as exc:
-            _failed(rec, exc)
-            raise
-        rec.emit(RUN_FINISHED, {"result": result})
-    return result
-
-
-async def adrive(rec: Recorder, program: Callable[[Recorder], Any]) -> Any:
-    """:func:`drive` for a coroutine function."""
-    with activate(rec):
-        rec.emit(RUN_STARTED, {"inputs": rec.inputs})
-        try:
-            result = await program(rec)
-        except (DivergenceError, Stopped):
-            raise
-        except Exception as exc:
-            _failed(rec, exc)
-            raise
-        rec.emit(RUN_FINISHED, {"result": result})
-    return result
-
-
-def _writer(store: Any, name: str | None, program: Any, tags: Sequence[str] | Mapping[str, Any] | None,
-            clock: Callable[[], float] | None, run_id: str | None) -> Any:
-    return resolve_store(store).create_run(name=name or getattr(program, "__name__", "run"),
-                                           tags=tags, clock=clock, run_id=run_id)
-
-
-def _close(writer: Any, exc: BaseException | None) -> None:
-    if exc is not None:
-        exc.add_note(f"agentlog: recorded as run {writer.id}")
-    writer.close(status="failed" if exc is not None else "finished")
-
-
-@contextlib.contextmanager
-def _closing(writer: Any) -> Iterator[None]:
-    """Close the run the way its program ended: stopped (a pause, not an error), failed (the
-    error goes on, with a note naming the run) or finished."""
-    try:
-        yield
-    except Stopped as stop:
-        writer.close(status=stop.status)
-        return
-    except BaseException as exc:
-        _close(writer, exc)
-        raise
-    _close(writer, None)
-
-
-def _recorder(writer: Any, program: Any, inputs: Any, reducers: Any,
-              clock: Callable[[], float] | None) -> Recorder:
-    return Recorder(WriterSink(writer), inputs=inputs, reducers=program_reducers(program, reducers),
-                    clock=clock or _time())
+def _begin(store: Any, name: str | None, program: Any, tags: Tags, clock: Callable[[], float] | None,
+           run_id: str | None, inputs: Any, reducers: Any, redact: Iterable[str],
+           durability: str) -> tuple[Any, Recorder]:
+    writer = resolve_store(store).create_run(name=name or getattr(program, "__name__", None) or "run",
+                                             tags=tags, clock=clock, run_id=run_id, redact=redact,
+                                             durability=durability)
+    rec = Recorder(WriterSink(writer), inputs=inputs, reducers=program_reducers(program, reducers),
+                   clock=clock or time.time)
+    return writer, rec
 
 
 def record(program: Program, *, store: Any = None, name: str | None = None, inputs: Any = None,
-           tags: Sequence[str] | Mapping[str, Any] | None = None,
-           clock: Callable[[], float] | None = None, run_id: str | None = None,
-           reducers: Any = None) -> Any:
+           tags: Tags = None, clock: Callable[[], float] | None = None, run_id: str | None = None,
+           reducers: Any = None, redact: Iterable[str] = (), durability: str = "fsync") -> Any:
     """Run ``program(rec)`` and record everything it does through the recorder.
 
     Args:
@@ -141,10 +86,15 @@ def record(program: Program, *, store: Any = None, name: str | None = None, inpu
         run_id: the run's id (default: generated).
         reducers: the reducer set for ``rec.state`` (default: the program's ``reducers``
             attribute if it has one, else the default projection).
+        redact: more names whose values never reach the disk (:mod:`agentlog.redact`): in
+            tool arguments, model requests, HTTP headers and URLs, and any payload. Kept in
+            ``run.json``, so replays, forks and resumes redact the same.
+        durability: ``fsync`` (default: each event is on disk before the program goes on),
+            ``batch`` or ``none`` (:class:`~agentlog.Durability`).
 
     Returns:
-        The recorded :class:`~agentlog.Run` (closed with the status of a :class:`Stopped`, or
-        ``finished``).
+        The recorded :class:`~agentlog.Run`, with the status of how the program ended
+        (:mod:`agentlog.capture.lifecycle`).
 
     Raises:
         Whatever the program raised, after ``run.failed`` was recorded (the error carries a note
@@ -152,50 +102,45 @@ def record(program: Program, *, store: Any = None, name: str | None = None, inpu
     """
     if inspect.iscoroutinefunction(program):
         raise TypeError("program is a coroutine function; use `await al.arecord(program, ...)`")
-    writer = _writer(store, name, program, tags, clock, run_id)
-    with _closing(writer):
-        drive(_recorder(writer, program, inputs, reducers, clock), program)
+    writer, rec = _begin(store, name, program, tags, clock, run_id, inputs, reducers, redact, durability)
+    with closing(writer):
+        drive(rec, program)
     return writer.run
 
 
 async def arecord(program: Callable[[Recorder], Any], *, store: Any = None, name: str | None = None,
-                  inputs: Any = None, tags: Sequence[str] | Mapping[str, Any] | None = None,
-                  clock: Callable[[], float] | None = None, run_id: str | None = None,
-                  reducers: Any = None) -> Any:
+                  inputs: Any = None, tags: Tags = None, clock: Callable[[], float] | None = None,
+                  run_id: str | None = None, reducers: Any = None, redact: Iterable[str] = (),
+                  durability: str = "fsync") -> Any:
     """:func:`record` for a coroutine function ``async def program(rec)``."""
-    writer = _writer(store, name, program, tags, clock, run_id)
-    with _closing(writer):
-        await adrive(_recorder(writer, program, inputs, reducers, clock), program)
+    writer, rec = _begin(store, name, program, tags, clock, run_id, inputs, reducers, redact, durability)
+    with closing(writer):
+        await adrive(rec, program)
     return writer.run
 
 
 @contextlib.contextmanager
-def recording(*, store: Any = None, name: str = "run", inputs: Any = None,
-              tags: Sequence[str] | Mapping[str, Any] | None = None,
+def recording(*, store: Any = None, name: str = "run", inputs: Any = None, tags: Tags = None,
               clock: Callable[[], float] | None = None, run_id: str | None = None,
-              reducers: Any = None) -> Iterator[Recorder]:
+              reducers: Any = None, redact: Iterable[str] = (), durability: str = "fsync") -> Iterator[Recorder]:
     """Record the code inside a ``with`` block; the recorder is the ``as`` target.
 
-    ``rec.run`` is not needed: after the block, ``store.run(rec.run_id)`` opens the run.
-
-    >>> import agentlog as al, tempfile
-    >>> with al.recording(store=tempfile.mkdtemp(), name="notes") as rec:  # doctest: +SKIP
-    ...     rec.emit("note", {"text": "hello"})
+    The block is the program: it ends the run as a program's return, error, Ctrl-C or
+    :class:`Stopped` would. After the block, ``store.run(rec.run_id)`` opens the run.
+    Arguments as for :func:`record`.
     """
-    writer = _writer(store, name, None, tags, clock, run_id)
-    rec = Recorder(WriterSink(writer), inputs=inputs, reducers=reducers, clock=clock or _time())
-    with activate(rec):
-        rec.emit(RUN_STARTED, {"inputs": inputs})
+    writer, rec = _begin(store, name, None, tags, clock, run_id, inputs, reducers, redact, durability)
+    with closing(writer):
+        steps = program_steps(rec, _the_block)
+        next(steps)  # run.started; the block stands for the program
         try:
             yield rec
         except BaseException as exc:
-            _failed(rec, exc)
-            _close(writer, exc)
+            steps.throw(exc)  # run.failed for an error, then raised again
             raise
-        rec.emit(RUN_FINISHED, {"result": None})
-    _close(writer, None)
+        with contextlib.suppress(StopIteration):
+            steps.send(None)  # run.finished
 
 
-def _time() -> Callable[[], float]:
-    import time
-    return time.time
+def _the_block(rec: Recorder) -> Any:  # pragma: no cover - never called: the with block runs
+    raise AssertionError("the recording's with block is its program")

@@ -1,11 +1,11 @@
 """Where a recorder's events go, and where recorded answers come from.
 
 A :class:`~agentlog.capture.recorder.Recorder` does not know whether it records, replays or
-forks: it asks its sink for a recorded answer to each call (:meth:`Sink.lookup`) and hands it
-every event (:meth:`Sink.emit`).
+forks: it asks its sink to serve a recorded answer to each call (:meth:`Sink.serve`) and hands
+it every event (:meth:`Sink.emit`).
 
 - :class:`WriterSink` appends to a run; with a :class:`ResponseCache` it serves calls whose key
-  was recorded before (permissive replay, and forks after the cut).
+  was recorded before (permissive replay, and forks after the cut), and a fork's edits.
 - :class:`ReplaySink` compares the first ``prefix`` events with a recorded run and serves the
   recorded answers in place (strict replay, and a fork's prefix); past the prefix it hands over
   to a writer, or reports that the program emitted more than was recorded.
@@ -24,35 +24,52 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from dataclasses import replace
+from typing import Any, Final, Protocol
 
 from ..errors import DivergenceError
-from ..events import (APPROVAL_DENIED, APPROVAL_GRANTED, ERROR, FORK_STARTED, HTTP_RESPONSE, LLM_RESPONSE,
-                     SPAN_ENDED, TOOL_RESULT, USAGE_FIELDS, BlobRef, Event)
+from ..events import (
+    APPROVAL_DENIED,
+    APPROVAL_GRANTED,
+    BUDGET_SET,
+    ERROR,
+    FORK_STARTED,
+    HTTP_RESPONSE,
+    LLM_RESPONSE,
+    RANDOM_VALUE,
+    TIME_NOW,
+    TOOL_RESULT,
+    UUID_NEW,
+    BlobRef,
+    Body,
+    CallFailed,
+    Event,
+    HTTPResponse,
+    LLMResponse,
+    SpanEnded,
+    ToolResult,
+    body_of,
+)
+from ..redact import DEFAULT, Redactor
 from .divergence import Divergence, differing_fields, payload_diff
 
-__all__ = ["BUDGET_SET", "EXTERNAL_TYPES", "INTERRUPTED", "RESPONSE_TYPES", "Interrupted",
-           "ReplaySink", "ResponseCache", "Served", "Sink", "WriterSink", "is_interruption",
-           "recorded_by"]
+__all__ = ["EXTERNAL_TYPES", "RESPONSE_TYPES", "Interrupted", "ReplaySink", "ResponseCache", "Sink",
+           "WriterSink", "answer_kind", "cached", "is_interruption", "recorded_by", "run_redactor"]
 
 #: Event types that answer a call, and so can be served from a log. ``error`` answers a call
 #: that failed: replay fails it the same way.
-RESPONSE_TYPES = frozenset({LLM_RESPONSE, TOOL_RESULT, HTTP_RESPONSE, ERROR,
-                            "time.now", "uuid.new", "random.value"})
-
-#: A budget recorded for the rest of a run (``al.run_agent(budget=...)``, ``al.resume(budget=...)``).
-BUDGET_SET = "budget.set"
+RESPONSE_TYPES: Final = frozenset({LLM_RESPONSE, TOOL_RESULT, HTTP_RESPONSE, ERROR, TIME_NOW, UUID_NEW,
+                                   RANDOM_VALUE})
 
 #: Event types appended to a run from outside its program while it was stopped: a person's
 #: decision (``al.approve`` / ``al.deny``) and a new budget. Replay hands them to the program
 #: (:meth:`ReplaySink.external`) instead of expecting the program to emit them.
-EXTERNAL_TYPES = frozenset({APPROVAL_GRANTED, APPROVAL_DENIED, BUDGET_SET})
-
-#: The ``error`` of a ``span.ended`` that a resume wrote for a span left open by a crash.
-INTERRUPTED = "interrupted"
+EXTERNAL_TYPES: Final = frozenset({APPROVAL_GRANTED, APPROVAL_DENIED, BUDGET_SET})
 
 Observer = Callable[[Event], None]
+
+_KEY: Final = LLMResponse.K.key
+_KIND: Final = CallFailed.K.kind
 
 
 class Interrupted(BaseException):
@@ -76,24 +93,29 @@ def is_interruption(event: Event | None) -> bool:
     >>> is_interruption(Event(seq=3, type="span.ended", payload={"status": "error", "error": "interrupted"}))
     True
     """
-    return (event is not None and event.type == SPAN_ENDED
-            and event.payload.get("error") == INTERRUPTED and event.payload.get("status") == "error")
+    return event is not None and event.type == SpanEnded.TYPE and SpanEnded.of(event).interrupted
 
 
-@dataclass(frozen=True, slots=True)
-class Served:
-    """A recorded answer ready to be emitted: the event type, payload and usage fields."""
+def answer_kind(event: Event) -> tuple[str, str]:
+    """``(kind, key)`` of an answer event: an ``error`` answers the kind of call that failed.
 
-    type: str
-    payload: Mapping[str, Any]
-    fields: Mapping[str, Any]
-    how: str
-    """``log`` (a strict replay or a fork's prefix), ``cache`` (same key recorded before) or
-    ``edit`` (a response replaced by a fork's edit)."""
+    >>> answer_kind(Event(seq=4, type="error", payload={"kind": "tool.result", "key": "k", "error": "x"}))
+    ('tool.result', 'k')
+    """
+    payload = event.payload
+    kind = str(payload.get(_KIND) or event.type) if event.type == ERROR else event.type
+    return kind, str(payload.get(_KEY, ""))
+
+
+def run_redactor(run: Any) -> Redactor:
+    """The redaction policy a run was written with (its writer's names in ``run.json``)."""
+    settings = run.meta.get("writer") or {}
+    names = settings.get("redact") or () if isinstance(settings, Mapping) else ()
+    return Redactor(names) if names else DEFAULT
 
 
 class Sink(Protocol):
-    """What a recorder writes to and reads recorded answers from."""
+    """What a recorder writes to and serves recorded answers from."""
 
     observer: Observer | None
 
@@ -103,11 +125,16 @@ class Sink(Protocol):
     @property
     def next_seq(self) -> int: ...
 
-    def emit(self, type: str, payload: Mapping[str, Any], **fields: Any) -> Event: ...
+    @property
+    def redactor(self) -> Redactor: ...
+
+    def emit(self, body: Body | str, payload: Mapping[str, Any] | None = None, *, actor: str | None,
+             caused_by: int | None, span_id: str | None, **usage: Any) -> Event: ...
+
+    def serve(self, kind: str, key: str, *, actor: str | None, caused_by: int | None,
+              span_id: str | None) -> Event | None: ...
 
     def put_blob(self, data: bytes | str, media_type: str | None = None) -> BlobRef: ...
-
-    def lookup(self, kind: str, key: str) -> Served | None: ...
 
     def external(self) -> list[Event] | None: ...
 
@@ -124,12 +151,8 @@ def recorded_by(run: Any) -> Callable[[int], str]:
     return lambda seq: next((rid for start, rid in owners if seq >= start), owners[-1][1])
 
 
-def _usage(event: Event) -> dict[str, Any]:
-    return {name: getattr(event, name) for name in USAGE_FIELDS}
-
-
 class ResponseCache:
-    """Recorded answers by ``(type, key)``; the n-th identical call gets the n-th answer.
+    """Recorded answers by ``(kind, key)``; the n-th identical call gets the n-th answer.
 
     Calls are matched by key (the request hash), so the same request asked twice is answered
     as it was the first and the second time. Values such as ``rec.now()`` have no key and are
@@ -146,9 +169,7 @@ class ResponseCache:
             events, self._events = self._events, None
             for event in events:
                 if event.type in RESPONSE_TYPES:
-                    key = str(event.payload.get("key", ""))
-                    kind = str(event.payload.get("kind", event.type)) if event.type == ERROR else event.type
-                    self._answers[(kind, key)].append(event)
+                    self._answers[answer_kind(event)].append(event)
         return self._answers
 
     def take(self, kind: str, key: str) -> Event | None:
@@ -164,22 +185,35 @@ class ResponseCache:
         return sum(len(q) for q in self._index().values())
 
 
-def cached(event: Event, how: str = "cache") -> Served:
-    """A recorded answer served again in a new run: no tokens paid, so no cost."""
-    payload = dict(event.payload)
-    fields = _usage(event)
-    if event.type == LLM_RESPONSE:
-        payload.update(cache_hit=True, cost_source="cache")
-        fields["cost_usd"] = 0.0 if event.cost_usd is not None or fields["model"] else None
-    payload["served_from_seq"] = event.seq
-    return Served(event.type, payload, fields, how)
+def cached(event: Event) -> Body:
+    """A recorded answer to serve again in a new run: no tokens paid, so no cost.
+
+    The answer names the seq it was recorded at (``served_from_seq``); a model's answer is a
+    ``cache_hit`` costing 0 (or unknown, if its cost and model were).
+    """
+    body = body_of(event)
+    if body is None:
+        raise TypeError(f"{event.type} at seq {event.seq} is not an answer that can be served")
+    if isinstance(body, LLMResponse):
+        known = event.cost_usd is not None or event.model is not None
+        return replace(body, cache_hit=True, cost_source="cache", served_from_seq=event.seq,
+                       cost_usd=0.0 if known else None)
+    if isinstance(body, (ToolResult, HTTPResponse)):
+        return replace(body, served_from_seq=event.seq)
+    return body  # a failure or a recorded value: served as it was
 
 
 class WriterSink:
-    """Append to a run; serve calls from a cache of recorded answers when one is given."""
+    """Append to a run; serve calls from a cache of recorded answers and from a fork's edits.
+
+    Args:
+        writer: the run's :class:`~agentlog.RunWriter`.
+        cache: recorded answers to serve by key.
+        edits: ``key -> answer body`` served in place of the call's recorded answer (once).
+    """
 
     def __init__(self, writer: Any, cache: ResponseCache | None = None,
-                 edits: Mapping[str, Served] | None = None) -> None:
+                 edits: Mapping[str, Body] | None = None) -> None:
         self.writer = writer
         self.run_id: str = writer.id
         self.cache = cache
@@ -233,8 +267,15 @@ class WriterSink:
     def next_seq(self) -> int:
         return int(self.writer.seq)
 
-    def emit(self, type: str, payload: Mapping[str, Any], **fields: Any) -> Event:
-        event: Event = self.writer.emit(type, payload, **fields)
+    @property
+    def redactor(self) -> Redactor:
+        found: Redactor = self.writer.redactor
+        return found
+
+    def emit(self, body: Body | str, payload: Mapping[str, Any] | None = None, *, actor: str | None,
+             caused_by: int | None, span_id: str | None, **usage: Any) -> Event:
+        event: Event = self.writer.emit(body, payload, actor=actor, caused_by=caused_by,
+                                        span_id=span_id, **usage)
         if self.observer is not None:
             self.observer(event)
             self.observed(event)
@@ -250,18 +291,19 @@ class WriterSink:
             if self._checkpoints is not None:
                 self._checkpoint(event.seq, event.hash)
 
+    def serve(self, kind: str, key: str, *, actor: str | None, caused_by: int | None,
+              span_id: str | None) -> Event | None:
+        answer = self.edits.pop(key, None) if key else None
+        if answer is None and self.cache is not None:
+            recorded = self.cache.take(kind, key)
+            answer = None if recorded is None else cached(recorded)
+        if answer is None:
+            return None
+        return self.emit(answer, actor=actor, caused_by=caused_by, span_id=span_id)
+
     def put_blob(self, data: bytes | str, media_type: str | None = None) -> BlobRef:
         ref: BlobRef = self.writer.put_blob(data, media_type=media_type)
         return ref
-
-    def lookup(self, kind: str, key: str) -> Served | None:
-        edited = self.edits.pop(key, None) if key else None
-        if edited is not None:
-            return edited
-        if self.cache is None:
-            return None
-        event = self.cache.take(kind, key)
-        return None if event is None else cached(event)
 
     def external(self) -> list[Event] | None:
         """Nothing: while this sink's writer holds the run, no one else appends to it."""
@@ -286,6 +328,8 @@ class ReplaySink:
             idempotency keys of a fork's prefix were made by its ancestors.
         start: the seq of the first recorded event given (``recorded`` starts there): a fork
             of a loop run replays only the step the cut falls in.
+        redactor: the recorded run's redaction policy (:func:`run_redactor`), so that keys
+            are computed as they were.
 
     A recorded ``fork.started`` inside the prefix is taken as recorded, not compared, when the
     program emits its next event: ``al.fork`` wrote it there, not the program (so a fork, and a
@@ -295,7 +339,8 @@ class ReplaySink:
     def __init__(self, recorded: Iterable[Event], *, run_id: str, prefix: int,
                  after: WriterSink | None = None,
                  on_cut: Callable[[], None] | None = None,
-                 recorded_by: Callable[[int], str] | None = None, start: int = 0) -> None:
+                 recorded_by: Callable[[int], str] | None = None, start: int = 0,
+                 redactor: Redactor = DEFAULT) -> None:
         self._recorded = iter(recorded)
         self._ahead: Event | None = None
         self.prefix = prefix
@@ -306,6 +351,7 @@ class ReplaySink:
         self.observer: Observer | None = None
         self.pos = start  # the seq the program's next event has (a loop fork starts mid-run)
         self.served = 0
+        self._redactor = redactor
 
     @property
     def run_id(self) -> str:
@@ -324,6 +370,10 @@ class ReplaySink:
         return self.after.next_seq
 
     @property
+    def redactor(self) -> Redactor:
+        return self._redactor
+
+    @property
     def in_prefix(self) -> bool:
         """True while events are still compared with the recorded run."""
         return self.pos < self.prefix
@@ -335,18 +385,34 @@ class ReplaySink:
                 self._ahead = next(self._recorded, None)
         return self._ahead
 
-    def emit(self, type: str, payload: Mapping[str, Any], **fields: Any) -> Event:
+    def _skip_fork_start(self) -> None:
         if self.in_prefix and (ahead := self._peek()) is not None and ahead.type == FORK_STARTED:
             self._accept(ahead)  # al.fork wrote it just before the program's next event
+
+    def emit(self, body: Body | str, payload: Mapping[str, Any] | None = None, *, actor: str | None,
+             caused_by: int | None, span_id: str | None, **usage: Any) -> Event:
+        self._skip_fork_start()
         if not self.in_prefix:
-            return self._emit_after(type, payload, **fields)
+            return self._emit_after(body, payload, actor=actor, caused_by=caused_by, span_id=span_id,
+                                    **usage)
+        if isinstance(body, Body):
+            type_, payload, usage = body.TYPE, body.to_payload(), body.columns()
+        else:
+            type_, payload = body, dict(payload or {})
+        actual = Event(seq=self.pos, type=type_, payload=payload, actor=actor, caused_by=caused_by,
+                       span_id=span_id, **{k: v for k, v in usage.items() if v is not None})
+        return self._compare(actual)
+
+    def _compare(self, actual: Event) -> Event:
         expected = self._peek()
-        actual = Event(seq=self.pos, type=type, payload=payload,
-                       **{k: v for k, v in fields.items() if v is not None})
         if expected is None:
             self._diverge(None, actual, note="the recorded run ends here; the program emitted more")
         assert expected is not None
-        differs = differing_fields(expected, replace(actual, ts=expected.ts))
+        actual = replace(actual, ts=expected.ts)
+        differs = differing_fields(expected, actual)
+        if "payload" in differs:  # the writer stored it redacted: compare it so
+            actual = replace(actual, payload=self._redactor.value(actual.payload))
+            differs = differing_fields(expected, actual)
         if differs:
             if is_interruption(expected):
                 self._interrupt(expected, actual)
@@ -362,19 +428,30 @@ class ReplaySink:
     def _interrupt(self, expected: Event, actual: Event | None) -> None:
         # The recorded process died here, and a resume closed its spans. If the program is
         # closing the very span the resume closed, that close is the recorded one.
-        if actual is not None and actual.type == SPAN_ENDED and actual.span_id == expected.span_id:
+        if actual is not None and actual.type == SpanEnded.TYPE and actual.span_id == expected.span_id:
             self._accept(expected)
         raise Interrupted(expected.seq)
 
-    def _emit_after(self, type: str, payload: Mapping[str, Any], **fields: Any) -> Event:
+    def _emit_after(self, body: Body | str, payload: Mapping[str, Any] | None, *, actor: str | None,
+                    caused_by: int | None, span_id: str | None, **usage: Any) -> Event:
         if self.after is None:
-            actual = Event(seq=self.pos, type=type, payload=payload)
+            type_ = body.TYPE if isinstance(body, Body) else body
+            actual = Event(seq=self.pos, type=type_,
+                           payload=body.to_payload() if isinstance(body, Body) else dict(payload or {}))
             self._diverge(None, actual, note="the recorded run ends here; the program emitted more")
         assert self.after is not None
+        self._cut()
+        return self._observed(self.after.emit(body, payload, actor=actor, caused_by=caused_by,
+                                              span_id=span_id, **usage))
+
+    def _cut(self) -> None:
+        """Past the prefix: the fork writes what it changed (once), before its first event."""
         if self.on_cut is not None:
             on_cut, self.on_cut = self.on_cut, None
             on_cut()
-        event = self.after.emit(type, payload, **fields)
+
+    def _observed(self, event: Event) -> Event:
+        assert self.after is not None
         if self.observer is not None and self.after.observer is None:
             self.observer(event)  # the recorder's state goes on past the cut
             self.after.observed(event)
@@ -393,22 +470,29 @@ class ReplaySink:
         return BlobRef("sha256:" + hashlib.sha256(raw).hexdigest(), len(raw),
                        media_type or "application/octet-stream")
 
-    def lookup(self, kind: str, key: str) -> Served | None:
+    def serve(self, kind: str, key: str, *, actor: str | None, caused_by: int | None,
+              span_id: str | None) -> Event | None:
+        self._skip_fork_start()
         if not self.in_prefix:
-            return self.after.lookup(kind, key) if self.after is not None else None
+            if self.after is None:
+                return None
+            self._cut()
+            served = self.after.serve(kind, key, actor=actor, caused_by=caused_by, span_id=span_id)
+            return None if served is None else self._observed(served)
         # Inside the prefix nothing may go out live: a call the log does not answer right here
         # is a divergence, never a reason to call the model.
         expected = self._peek()
         if expected is not None and is_interruption(expected):
             self._interrupt(expected, None)  # the recorded process died waiting for this answer
-        answers_call = expected is not None and (expected.type == kind or (
-            expected.type == ERROR and expected.payload.get("kind") == kind))
-        if expected is None or not answers_call or str(expected.payload.get("key", "")) != key:
+        if expected is None or expected.type not in RESPONSE_TYPES or answer_kind(expected) != (kind, key):
             self._diverge(expected, None, note=f"the recorded run has no {kind} for key "
                                                f"{key[:16]}… at this seq")
         assert expected is not None
         self.served += 1
-        return Served(expected.type, expected.payload, _usage(expected), "log")
+        if (expected.actor, expected.caused_by, expected.span_id) != (actor, caused_by, span_id):
+            self._compare(replace(expected, actor=actor, caused_by=caused_by, span_id=span_id))
+        self._accept(expected)
+        return expected
 
     def external(self) -> list[Event] | None:
         """The recorded events appended from outside at this point (:data:`EXTERNAL_TYPES`).

@@ -2,54 +2,94 @@
 
 Any SDK built on httpx (OpenAI, Anthropic, most others) is recorded by handing it a client:
 
->>> import agentlog as al
->>> def program(rec):                                       # doctest: +SKIP
-...     client = al.http.client(rec)
-...     return client.get("https://example.com/status").json()
+>>> import agentlog as al, httpx, tempfile
+>>> server = httpx.MockTransport(lambda request: httpx.Response(200, json={"up": True}))
+>>> def program(rec):
+...     client = al.http.client(rec, transport=server)
+...     return client.get("https://example.com/status?api_key=sk-123",
+...                       headers={"Authorization": "Bearer sk-123"}).json()
+>>> run = al.record(program, store=tempfile.mkdtemp(), name="status")
+>>> asked = run.event(2)
+>>> asked.payload["url"], asked.payload["headers"]["authorization"]
+('https://example.com/status?api_key=%5BREDACTED%5D', '[REDACTED]')
+>>> al.replay(program, run).ok   # served from the log: the server is not asked
+True
 
 Each exchange becomes ``http.request`` / ``http.response`` inside a span of kind ``http``, with
 both bodies stored as blobs (a page fetched twenty times is stored once). The cache key is
-``METHOD | normalised URL | body``. Secrets never reach the disk or the key: the
-``Authorization``, ``Proxy-Authorization``, ``api-key``, ``x-api-key``, ``Cookie`` and
-``Set-Cookie`` headers and secret-looking query parameters are redacted first, plus any names
-you add. When the recorder replays, the recorded response is served and the network is never
-touched.
+``METHOD | normalised URL | body``. Secrets never reach the disk or the key
+(:mod:`agentlog.redact`: ``Authorization``, ``Cookie``, API-key headers, secret query
+parameters and URL passwords, fields of JSON and form request bodies named like secrets, plus
+the run's names and any you add here; a body with a secret is stored re-encoded, with
+``"[REDACTED]"``, and every other body byte for byte). When the recorder
+replays, the recorded response is served and the network is never touched. An exchange is
+one implementation (:mod:`agentlog.capture.effects`) for sync and async clients.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+import json
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+from urllib.parse import parse_qsl, urlencode
 
 import httpx
 
-from ..events import ERROR, HTTP_REQUEST, HTTP_RESPONSE, BlobRef, Event
+from ..events import ERROR, HTTP_RESPONSE, CallFailed, HTTPRequest, HTTPResponse
 from ..keys import http_key
-from .recorder import Recorder, active_recorder
+from ..redact import MARKER, Redactor
+from .effects import Live, Steps, arun, run
+from .recorder import Recorder, active_recorder, call_failed
 
-__all__ = ["REDACTED", "SECRET_HEADERS", "SECRET_PARAMS", "RecordingTransport", "async_client", "client"]
+__all__ = ["KEPT_RESPONSE_HEADERS", "RecordingTransport", "async_client", "client"]
 
-REDACTED = "[REDACTED]"
-#: Headers whose values never reach the log (compared case-insensitively).
-SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key",
-                            "cookie", "set-cookie", "x-goog-api-key"})
-#: Query parameters redacted from recorded URLs and from cache keys.
-SECRET_PARAMS = frozenset({"api_key", "api-key", "apikey", "key", "access_token", "token",
-                           "client_secret", "password", "sig", "signature"})
 #: Response headers kept in the log: enough to rebuild the response, nothing that varies per
 #: request (dates, request ids) or that no longer applies (content-encoding: the body is stored
 #: decoded).
-KEPT_RESPONSE_HEADERS = frozenset({"content-type", "location", "retry-after", "link", "etag",
-                                   "last-modified", "cache-control"})
+KEPT_RESPONSE_HEADERS: Final = frozenset({"content-type", "location", "retry-after", "link", "etag",
+                                          "last-modified", "cache-control"})
 
 
-def _redact_url(url: str, secret: frozenset[str]) -> str:
-    parts = urlsplit(url)
-    if not parts.query:
-        return url
-    query = [(k, REDACTED if k.lower() in secret else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
-    return urlunsplit(parts._replace(query=urlencode(query)))
+def redact_body(redactor: Redactor, body: bytes, media_type: str) -> bytes:
+    """A request body with its secrets redacted: a JSON body's fields and a form's fields by
+    name (a body with nothing to redact, or of another type, comes back as it was).
+
+    >>> from agentlog.redact import DEFAULT
+    >>> redact_body(DEFAULT, b'{"model": "m", "api_key": "sk-1"}', "application/json")
+    b'{"model": "m", "api_key": "[REDACTED]"}'
+    >>> redact_body(DEFAULT, b"grant_type=x&client_secret=s3", "application/x-www-form-urlencoded")
+    b'grant_type=x&client_secret=%5BREDACTED%5D'
+    """
+    media = media_type.split(";")[0].strip().lower()
+    if media == "application/json" or media.endswith("+json"):
+        try:
+            value = json.loads(body)
+        except ValueError:
+            return body
+        redacted = redactor.value(value)
+        return body if redacted == value else json.dumps(redacted, ensure_ascii=False).encode()
+    if media == "application/x-www-form-urlencoded":
+        pairs = parse_qsl(body.decode("latin-1"), keep_blank_values=True)
+        if not any(redactor.is_secret(k) for k, _ in pairs):
+            return body
+        return urlencode([(k, MARKER if redactor.is_secret(k) else v) for k, v in pairs]).encode()
+    return body
+
+
+def _send(inner: httpx.BaseTransport | None) -> Callable[[httpx.Request], httpx.Response]:
+    def send(request: httpx.Request) -> httpx.Response:
+        response = (inner or httpx.HTTPTransport()).handle_request(request)
+        response.read()
+        return response
+    return send
+
+
+def _asend(inner: httpx.AsyncBaseTransport | None) -> Callable[[httpx.Request], Any]:
+    async def send(request: httpx.Request) -> httpx.Response:
+        response = await (inner or httpx.AsyncHTTPTransport()).handle_async_request(request)
+        await response.aread()
+        return response
+    return send
 
 
 class RecordingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
@@ -59,7 +99,7 @@ class RecordingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         rec: the recorder; ``None`` uses the recorder active in the calling context.
         transport: the transport that really sends requests (default ``httpx.HTTPTransport()``).
         async_transport: the same for async clients (default ``httpx.AsyncHTTPTransport()``).
-        redact: more header or query-parameter names to redact.
+        redact: more header or query-parameter names to redact (besides the run's).
         keep_headers: more response headers to keep.
     """
 
@@ -69,9 +109,7 @@ class RecordingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         self._rec = rec
         self._transport = transport
         self._async_transport = async_transport
-        extra = frozenset(n.lower() for n in redact)
-        self._secret_headers = SECRET_HEADERS | extra
-        self._secret_params = SECRET_PARAMS | extra
+        self._redact = tuple(redact)
         self._keep = KEPT_RESPONSE_HEADERS | frozenset(n.lower() for n in keep_headers)
 
     def _recorder(self) -> Recorder:
@@ -81,85 +119,53 @@ class RecordingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
                                "inside a recorded program")
         return rec
 
-    def _begin(self, rec: Recorder, request: httpx.Request, body: bytes) -> tuple[str, Event]:
-        url = _redact_url(str(request.url), self._secret_params)
-        key = http_key(request.method, url, body)
-        headers = {k.lower(): (REDACTED if k.lower() in self._secret_headers else v)
-                   for k, v in request.headers.items()}
-        media = request.headers.get("content-type", "application/octet-stream")
-        payload = {"key": key, "method": request.method, "url": url, "headers": headers,
-                   "body": rec.blob(body, media) if body else None}
-        return key, rec.emit(HTTP_REQUEST, payload)
-
-    def _served(self, rec: Recorder, key: str, request_event: Event) -> httpx.Response | None:
-        served = rec._sink.lookup(HTTP_RESPONSE, key)
-        if served is None:
-            return None
-        event = rec._served(served, request_event.seq, None)
-        if event.type == ERROR:
-            raise httpx.TransportError(f"recorded failure (seq {event.seq}): {event.payload.get('error')}")
-        return self._response(event.payload)
+    def _exchange(self, rec: Recorder, request: httpx.Request, body: bytes,
+                  send: Callable[[httpx.Request], Any]) -> Steps[httpx.Response]:
+        """One exchange: the request, then the served or the live response."""
+        redactor = rec.redactor.with_names(self._redact)
+        with rec.span(f"{request.method} {request.url.host}", kind="http"):
+            url = redactor.url(str(request.url))
+            media = request.headers.get("content-type", "application/octet-stream")
+            body = redact_body(redactor, body, media)
+            key = http_key(request.method, url, body)
+            asked = rec.emit(HTTPRequest(key=key, method=request.method, url=url,
+                                         headers=redactor.headers(request.headers.items()),
+                                         body=rec.blob(body, media) if body else None))
+            served = rec.serve(HTTP_RESPONSE, key, asked)
+            if served is not None:
+                if served.type == ERROR:
+                    raise httpx.TransportError(f"recorded failure (seq {served.seq}): "
+                                               f"{CallFailed.of(served).error}")
+                return self._response(HTTPResponse.of(served))
+            started = rec.timer()  # the recorder's timer: a fixed clock makes runs reproducible
+            try:
+                response = yield Live(send, request)
+            except Exception as exc:
+                rec.emit(call_failed(HTTP_RESPONSE, key, exc), caused_by=asked.seq)
+                raise
+            rec.live_calls += 1
+            content = response.content
+            headers = {k.lower(): v for k, v in response.headers.items() if k.lower() in self._keep}
+            media = response.headers.get("content-type", "application/octet-stream")
+            rec.emit(HTTPResponse(key=key, status=response.status_code, headers=headers,
+                                  body=rec.blob(content, media) if content else None,
+                                  duration_ms=(rec.timer() - started) * 1000), caused_by=asked.seq)
+            return httpx.Response(response.status_code, headers=headers, content=content)
 
     @staticmethod
-    def _response(payload: Mapping[str, Any]) -> httpx.Response:
-        body = payload.get("body")
-        content = body.read_bytes() if isinstance(body, BlobRef) else b""
-        return httpx.Response(int(payload["status"]), headers=dict(payload.get("headers") or {}),
-                              content=content)
-
-    def _record(self, rec: Recorder, key: str, request_event: Event, response: httpx.Response,
-                started: float) -> httpx.Response:
-        rec.live_calls += 1
-        content = response.content
-        headers = {k.lower(): v for k, v in response.headers.items() if k.lower() in self._keep}
-        media = response.headers.get("content-type", "application/octet-stream")
-        payload = {"key": key, "status": response.status_code, "headers": headers,
-                   "body": rec.blob(content, media) if content else None}
-        rec.emit(HTTP_RESPONSE, payload, caused_by=request_event.seq,
-                 duration_ms=(rec.timer() - started) * 1000)
-        return httpx.Response(response.status_code, headers=headers, content=content)
-
-    def _failed(self, rec: Recorder, key: str, request_event: Event, exc: BaseException) -> None:
-        rec.emit(ERROR, {"kind": HTTP_RESPONSE, "key": key, "error": f"{type(exc).__name__}: {exc}",
-                         "type": type(exc).__name__}, caused_by=request_event.seq)
+    def _response(answer: HTTPResponse) -> httpx.Response:
+        content = answer.body.read_bytes() if answer.body is not None else b""
+        headers = {k: v if isinstance(v, str) else v.text() for k, v in answer.headers.items()}
+        return httpx.Response(answer.status, headers=headers, content=content)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Serve the recorded response, or send the request and record the exchange."""
-        rec = self._recorder()
-        body = request.read()
-        with rec.span(f"{request.method} {request.url.host}", kind="http"):
-            key, request_event = self._begin(rec, request, body)
-            served = self._served(rec, key, request_event)
-            if served is not None:
-                return served
-            inner = self._transport or httpx.HTTPTransport()
-            started = rec.timer()  # the recorder's timer: a fixed clock makes runs reproducible
-            try:
-                response = inner.handle_request(request)
-                response.read()
-            except Exception as exc:
-                self._failed(rec, key, request_event, exc)
-                raise
-            return self._record(rec, key, request_event, response, started)
+        return run(self._exchange(self._recorder(), request, request.read(), _send(self._transport)))
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        """The async twin of :meth:`handle_request`."""
+        """:meth:`handle_request` for async clients."""
         rec = self._recorder()
-        body = await request.aread()
-        with rec.span(f"{request.method} {request.url.host}", kind="http"):
-            key, request_event = self._begin(rec, request, body)
-            served = self._served(rec, key, request_event)
-            if served is not None:
-                return served
-            inner = self._async_transport or httpx.AsyncHTTPTransport()
-            started = rec.timer()
-            try:
-                response = await inner.handle_async_request(request)
-                await response.aread()
-            except Exception as exc:
-                self._failed(rec, key, request_event, exc)
-                raise
-            return self._record(rec, key, request_event, response, started)
+        return await arun(self._exchange(rec, request, await request.aread(), _asend(self._async_transport)))
 
 
 def client(rec: Recorder | None = None, *, transport: httpx.BaseTransport | None = None,

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..capture.fork import fork, replace_response
 from ..capture.runtime import Budget, approve, deny, resume
+from ..events import ApprovalRequested, Body, SpanStarted, ToolResult
 from ..store import Store
 from . import parts, program, run_example
 from ._scripted import SAMPLE_T0, SampleClock
@@ -28,9 +29,10 @@ from ._scripted import SAMPLE_T0, SampleClock
 __all__ = ["record_samples"]
 
 
-def _seq(run: Any, type: str, **payload: Any) -> int:
+def _seq(run: Any, kind: type[Body], **fields: Any) -> int:
+    """The seq of the first event of ``kind`` whose fields have these values."""
     return int(next(e.seq for e in run.iter_events()
-                    if e.type == type and all(e.payload.get(k) == v for k, v in payload.items())))
+                    if e.type == kind.TYPE and all(getattr(kind.of(e), k) == v for k, v in fields.items())))
 
 
 def _fast(example: str, store: Store, run_id: str, clock: SampleClock, **kw: Any) -> Any:
@@ -41,11 +43,11 @@ def _sre(store: Store) -> None:
     clock = SampleClock(SAMPLE_T0 + 60)
     run = _fast("sre", store, "sre-0001", clock)
     clock.advance(420)  # seven minutes later, the on-call looks at the request
-    approve(run, _seq(run, "approval.requested"), "dana@oncall",
+    approve(run, _seq(run, ApprovalRequested), "dana@oncall",
             "matches runbook orders-error-spike; go", store=store, clock=clock)
     clock.advance(35)
     run = resume(run, **parts("sre", clock), clock=clock, durability="none")
-    cpu = _seq(run, "tool.result", name="query_metric", result={"service": "orders-db", "metric": "cpu",
+    cpu = _seq(run, ToolResult, name="query_metric", result={"service": "orders-db", "metric": "cpu",
                                                                "value": 0.93})
     fork(run, at=run.event(cpu).caused_by - 1, program=program("sre", clock), run_id="sre-0001-calm",
          name="sre example, calm database", tags={"example": "sre", "model": "scripted stand-in for gpt-4o-mini"}, clock=clock,
@@ -56,19 +58,19 @@ def _sre(store: Store) -> None:
 def _refunds(store: Store) -> None:
     clock = SampleClock(SAMPLE_T0 + 2 * 3600)
     run = _fast("refunds", store, "refunds-0001", clock)
-    request = _seq(run, "approval.requested")
+    request = _seq(run, ApprovalRequested)
     clock.advance(1800)
     deny(run, request, "j.keller", "signed delivery + 3 fraud markers; routed to the fraud team",
          store=store, clock=clock)
     clock.advance(20)
     run = resume(run, **parts("refunds", clock), clock=clock, durability="none")
     step = run.event(request).span_id  # the approval step's span: fork just before it starts
-    at = next(e.seq for e in run.iter_events() if e.type == "span.started" and e.span_id == step) - 1
+    at = next(e.seq for e in run.iter_events() if e.type == SpanStarted.TYPE and e.span_id == step) - 1
     clock.advance(3600)
     other = fork(run, at=at, program=program("refunds", clock), run_id="refunds-0001-approve",
                  name="refunds example, approved instead", tags={"example": "refunds", "model": "scripted stand-in for claude-3-5-haiku-latest"}, clock=clock)
     clock.advance(300)
-    approve(other, _seq(other, "approval.requested"), "j.keller",
+    approve(other, _seq(other, ApprovalRequested), "j.keller",
             "customer sent the returned-goods scan; approve", store=store, clock=clock)
     resume(other, **parts("refunds", clock), clock=clock, durability="none")
     _fast("refunds", store, "refunds-0002-tight", SampleClock(SAMPLE_T0 + 4 * 3600),

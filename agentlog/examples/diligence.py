@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..capture.runtime import CallModel, CallTool, Emit, Fact, Finish
+from ..events import ObjectCreated, ObjectUpdated, RelationCreated
 from ..fold import thaw
 from ._data import read_json, texts
 from ._scripted import SampleClock, ScriptedModel
@@ -62,16 +63,16 @@ def _obj(state: Any, kind: str, **data: Any) -> list[Any]:
 
 
 def _created(id: str, kind: str, data: Mapping[str, Any], actor: str, caused_by: int | None) -> Fact:
-    return Fact("object.created", {"id": id, "kind": kind, "data": dict(data)}, actor=actor, caused_by=caused_by)
+    return Fact(ObjectCreated(id=id, kind=kind, data=dict(data)), actor=actor, caused_by=caused_by)
 
 
 def _updated(id: str, data: Mapping[str, Any], actor: str, caused_by: int | None) -> Fact:
-    return Fact("object.updated", {"id": id, "data": dict(data)}, actor=actor, caused_by=caused_by)
+    return Fact(ObjectUpdated(id=id, data=dict(data)), actor=actor, caused_by=caused_by)
 
 
 def _related(kind: str, source: str, target: str, actor: str, caused_by: int | None) -> Fact:
-    return Fact("relation.created", {"id": f"{kind}:{source}->{target}", "kind": kind, "source": source,
-                                     "target": target}, actor=actor, caused_by=caused_by)
+    return Fact(RelationCreated(id=f"{kind}:{source}->{target}", kind=kind, source=source, target=target),
+                actor=actor, caused_by=caused_by)
 
 
 def _answer(state: Any, task: str, **about: Any) -> tuple[int, dict[str, Any]] | None:
@@ -181,7 +182,7 @@ class DiligenceAgent:
         facts: list[Fact] = []
         for doc in found["result"]:
             did = f"document:{doc['slug']}"
-            if did not in state["objects"] and all(f.payload.get("id") != did for f in facts):
+            if did not in state["objects"] and all(getattr(f.body, "id", None) != did for f in facts):
                 facts.append(_created(did, "document", {"title": doc["title"], "url": doc["url"], "company": cid},
                                       "document_researcher", seq))
                 facts.append(_related("about", did, cid, "document_researcher", seq))

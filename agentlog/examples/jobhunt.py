@@ -10,8 +10,10 @@ an ``Idempotency-Key`` header: the tool's idempotency key (``run_id:seq``), so a
 resume can never apply twice::
 
     run = al.examples.run_example("jobhunt", store=store)
-    pages = [e for e in run.iter_events() if e.type == "http.response" and e.payload["body"]]
-    len(pages), len({e.payload["body"].digest for e in pages})      # fetches vs blobs
+    from agentlog.events import HTTPResponse
+    bodies = [HTTPResponse.of(e).body for e in run.iter_events() if e.type == HTTPResponse.TYPE]
+    pages = [b for b in bodies if b is not None]
+    len(pages), len({b.digest for b in pages})      # fetches vs blobs
 
 Both tools take ``rec``: they do their own I/O through the recorder, so on replay they run
 again and every HTTP exchange is served from the log.
@@ -32,6 +34,7 @@ import httpx
 
 from ..capture.runtime import CallModel, CallTool, Emit, Fact, Finish
 from ..capture.transport import client
+from ..events import StatePatch
 from ..fold import thaw
 from ._data import read_json
 from ._scripted import SampleClock, ScriptedModel
@@ -76,10 +79,10 @@ class JobHuntAgent:
                                                        "name": profile["name"], "email": profile["email"]})
         shortlist = sorted([*state["vars"].get("shortlist", []),
                             *(p["id"] for p in new if scores.get(p["id"], 0) >= THRESHOLD)])
-        return Emit([Fact("state.patch", {"ops": [
+        return Emit([Fact(StatePatch(ops=[
             {"op": "add", "path": "/scans_done", "value": done + 1},
             {"op": "add", "path": "/seen", "value": sorted(seen | {p["id"] for p in postings})},
-            {"op": "add", "path": "/shortlist", "value": shortlist}]},
+            {"op": "add", "path": "/shortlist", "value": shortlist}]),
             caused_by=fetched[-1]["seq"])])
 
     def _score(self, state: Any, scan: int, new: list[dict[str, Any]]) -> CallModel:

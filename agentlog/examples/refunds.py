@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..capture.runtime import Budget, Emit, Fact, Finish
+from ..events import StatePatch
 from ..fold import thaw
 from ._data import read_json
 from ._scripted import Answer, ChatAgent, SampleClock, ScriptedModel, tool_results
@@ -105,7 +106,7 @@ class RefundsAgent(ChatAgent):
                  "answer": state["loop"]["answer"]["seq"], "reply": answer}
         op = ({"op": "add", "path": "/resolved/-", "value": entry} if resolved
               else {"op": "add", "path": "/resolved", "value": [entry]})
-        return Emit([Fact("state.patch", {"ops": [op]}, caused_by=state["loop"]["answer"]["seq"])])
+        return Emit([Fact(StatePatch(ops=[op]), caused_by=state["loop"]["answer"]["seq"])])
 
 
 # --- the scripted model --------------------------------------------------------------------

@@ -81,13 +81,26 @@ from ..events import (
     RUN_STARTED,
     STATE_PATCH,
     TOOL_RESULT,
+    ApprovalGranted,
     Event,
+    LLMRequest,
+    LLMResponse,
+    ObjectCreated,
+    RelationCreated,
+    StatePatch,
 )
 from .patch import apply_patch
 from .persistent import PMap, pmap
 from .values import EMPTY_MAP, EMPTY_VECTOR, State, freeze, same_value
 
 __all__ = ["Reducer", "ReducerRegistrationWarning", "Reducers", "reducer", "reducer_name"]
+
+# The payload keys the hot reducers read, from the vocabulary (a typo fails at import).
+_OPS, _MESSAGES = StatePatch.K.ops, LLMRequest.K.messages
+_ANSWER, _MODEL = LLMResponse.K.message, LLMResponse.K.model
+_ID, _KIND, _DATA = ObjectCreated.K.id, ObjectCreated.K.kind, ObjectCreated.K.data
+_REL = RelationCreated.K
+_REQUEST, _BY, _NOTE = ApprovalGranted.K.request, ApprovalGranted.K.by, ApprovalGranted.K.note
 
 Reducer: TypeAlias = Callable[[State, Event], State]
 """``reducer(state, event) -> state``, pure."""
@@ -361,14 +374,14 @@ INITIAL: Final[State] = pmap({
 def patch_vars(state: State, event: Event) -> State:
     """``state.patch``: apply ``payload["ops"]`` to ``state["vars"]``."""
     before = state.get("vars", EMPTY_MAP)
-    after = apply_patch(before, event.payload["ops"])
+    after = apply_patch(before, event.payload[_OPS])
     return state if after is before else state.set("vars", after)
 
 
 def set_messages(state: State, event: Event) -> State:
     """``llm.request``: the conversation becomes the request's messages (tail appended when
     it extends the current one)."""
-    new = event.payload.get("messages")
+    new = event.payload.get(_MESSAGES)
     if new is None:
         return state
     current = state.get("messages", EMPTY_VECTOR)
@@ -382,10 +395,9 @@ def set_messages(state: State, event: Event) -> State:
 
 def append_response(state: State, event: Event) -> State:
     """``llm.response``: append the assistant message."""
-    payload = event.payload
-    message = payload.get("message")
-    if message is None:
-        message = {"role": "assistant", "content": payload.get("content")}
+    message = event.payload.get(_ANSWER)
+    if message is None:  # an imported answer that carries only its text, beside the fields
+        message = {"role": "assistant", "content": LLMResponse.of(event).extra.get("content")}
     return state.set("messages", state.get("messages", EMPTY_VECTOR).append(freeze(message)))
 
 
@@ -398,7 +410,7 @@ def _set_key(mapping: PMap[str, Any], key: str, value: Any) -> PMap[str, Any]:
 
 
 def _object_id(payload: Mapping[str, Any], what: str) -> str:
-    key = payload["id"]
+    key = payload[_ID]
     if type(key) is not str:
         raise TypeError(f"{what} id must be a string, got {type(key).__name__} {key!r}")
     return key
@@ -414,7 +426,7 @@ def create_object(state: State, event: Event) -> State:
         first = first.get("created", first)
         raise ValueError(f"object {key!r} already exists (created at seq {first['event']}); "
                          "change it with object.updated")
-    obj = pmap({"id": key, "kind": payload.get("kind"), "data": freeze(payload.get("data") or {}),
+    obj = pmap({"id": key, "kind": payload.get(_KIND), "data": freeze(payload.get(_DATA) or {}),
                 "provenance": _provenance(event)})
     return state.set("objects", _set_key(objects, key, obj))
 
@@ -431,7 +443,7 @@ def update_object(state: State, event: Event) -> State:
     before = obj["provenance"]
     created = before.get("created", before)
     ev = obj.evolver()
-    ev["data"] = obj["data"].update(freeze(payload.get("data") or {}))
+    ev["data"] = obj["data"].update(freeze(payload.get(_DATA) or {}))
     ev["provenance"] = _provenance(event).set("created", created)
     return state.set("objects", _set_key(objects, key, ev.persistent()))
 
@@ -439,11 +451,11 @@ def update_object(state: State, event: Event) -> State:
 def create_relation(state: State, event: Event) -> State:
     """``relation.created``: add the relation (id ``r<seq>`` when it has none)."""
     payload = event.payload
-    key = payload.get("id") or f"r{event.seq}"
+    key = payload.get(_REL.id) or f"r{event.seq}"
     if type(key) is not str:
         raise TypeError(f"a relation id must be a string, got {type(key).__name__} {key!r}")
-    rel = pmap({"id": key, "kind": payload.get("kind"), "source": payload.get("source"),
-                "target": payload.get("target"), "data": freeze(payload.get("data") or {}),
+    rel = pmap({"id": key, "kind": payload.get(_REL.kind), "source": payload.get(_REL.source),
+                "target": payload.get(_REL.target), "data": freeze(payload.get(_REL.data) or {}),
                 "provenance": _provenance(event)})
     return state.set("relations", _set_key(state.get("relations", EMPTY_MAP), key, rel))
 
@@ -451,7 +463,7 @@ def create_relation(state: State, event: Event) -> State:
 def count_llm_usage(state: State, event: Event) -> State:
     """``llm.response``: add the usage columns to the running totals."""
     usage = state.get("usage", _ZERO_USAGE)
-    model = event.model or event.payload.get("model") or "unknown"
+    model = event.model or event.payload.get(_MODEL) or "unknown"
     by_model = usage.get("by_model", EMPTY_MAP)
     per = by_model.get(model, _ZERO_MODEL)
     total, mine = usage.evolver(), per.evolver()
@@ -498,7 +510,7 @@ def request_approval(state: State, event: Event) -> State:
 def decide_approval(state: State, event: Event) -> State:
     """``approval.granted`` / ``approval.denied``: move the request to ``decided``."""
     payload = event.payload
-    request = payload["request"]
+    request = payload[_REQUEST]
     key = str(request)
     approvals = state.get("approvals", _NO_APPROVALS)
     pending = approvals.get("pending", EMPTY_MAP)
@@ -509,7 +521,7 @@ def decide_approval(state: State, event: Event) -> State:
                        f"(pending: {waiting})")
     decided = entry.update({
         "decision": "granted" if event.type == APPROVAL_GRANTED else "denied",
-        "by": freeze(payload.get("by")), "note": freeze(payload.get("note")),
+        "by": freeze(payload.get(_BY)), "note": freeze(payload.get(_NOTE)),
         "decision_seq": event.seq,
     })
     ev = approvals.evolver()

@@ -224,7 +224,7 @@ class _Mapper:
 
     def _decision(self, seq: int, e: SourceEvent, ts: int) -> LLMResponse:
         from ..capture import pricing
-        from ..capture.usage import normalize_usage
+        from ..capture.providers import normalize_usage
 
         p = e.payload
         for c in _calls(p):

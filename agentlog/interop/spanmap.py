@@ -393,8 +393,8 @@ def _cost(a: Mapping[str, Any], model: Any, usage: Usage | None, span: OtelSpan)
         return None, "unknown"
     provider = _first(a, sc.GEN_AI_PROVIDER, sc.GEN_AI_SYSTEM, sc.OI_PROVIDER, sc.OI_SYSTEM)
     when = datetime.fromtimestamp(span.start_ns / 1e9, tz=UTC)
-    found = pricing.cost(model, usage, provider=provider if isinstance(provider, str) else None,  # type: ignore[arg-type]
-                         when=when)  # duck-typed: the vocabulary's Usage has what pricing reads
+    found = pricing.cost(model, usage, provider=provider if isinstance(provider, str) else None,
+                         when=when)
     return found.usd, found.source
 
 

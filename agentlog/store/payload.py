@@ -1,7 +1,9 @@
 """Turn what a program emits into the payload that is hashed and stored, in one walk.
 
-On the way: secrets under a redacted key become ``"[REDACTED]"`` (before hashing, since
-redacting later would break the chain); ``bytes`` and long strings become blobs; blob
+On the way: secrets become ``"[REDACTED]"`` by :mod:`agentlog.redact`'s one policy, with the
+run's own names (before hashing, since redacting later would break the chain): a scalar under
+a key named like a credential, and the password and secret query parameters of a URL;
+``bytes`` and long strings become blobs; blob
 reference objects become :class:`BlobRef`; mappings become dicts and sequences lists. The
 result is then encoded by :func:`agentlog.canonical.canonical_json`, which refuses anything
 that has no canonical form and names its path.
@@ -15,19 +17,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from ..errors import InvalidBlobRefError
 from ..events import BlobRef
+from ..redact import MARKER, PROPERTIES, Redactor, looks_like_url
 from .blobs import BYTES_MEDIA_TYPE, TEXT_MEDIA_TYPE
 
-__all__ = ["DEFAULT_REDACT", "REDACTED", "PayloadPreparer", "PreparedPayload"]
-
-#: Keys whose values never reach the disk (compared case-insensitively).
-DEFAULT_REDACT: Final = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key",
-                                   "cookie", "set-cookie"})
-#: What a redacted value is replaced with.
-REDACTED: Final = "[REDACTED]"
+__all__ = ["PayloadPreparer", "PreparedPayload"]
 
 _BINARY = (bytes, bytearray, memoryview)
 
@@ -45,7 +42,7 @@ class PreparedPayload:
 
 
 class PayloadPreparer:
-    """One writer's payload walk: its redaction set, blob threshold and blob reader.
+    """One writer's payload walk: its redaction names, blob threshold and blob reader.
 
     >>> p = PayloadPreparer(redact=["X-Secret"], threshold=8, reader=None)
     >>> out = p.prepare({"Authorization": "Bearer s3cr3t", "x-secret": 1, "big": "0123456789"})
@@ -55,7 +52,8 @@ class PayloadPreparer:
 
     def __init__(self, *, redact: Iterable[str], threshold: int,
                  reader: Callable[[str], bytes] | None) -> None:
-        self.redact = DEFAULT_REDACT | {name.lower() for name in redact}
+        self.redactor = Redactor(redact)
+        """The run's redaction policy (the built-in names and the run's own)."""
         self.threshold = threshold
         self._reader = reader
         # A str of n characters has between n and 4n UTF-8 bytes: below this length no
@@ -79,12 +77,12 @@ class PayloadPreparer:
         return PreparedPayload(value, new, refs)
 
     def _mapping(self, obj: Mapping[Any, Any], path: str, new: list[tuple[BlobRef, bytes]],
-                 refs: list[tuple[BlobRef, str]]) -> dict[Any, Any]:
-        redact, walk = self.redact, self._walk
+                 refs: list[tuple[BlobRef, str]], schema: bool = False) -> dict[Any, Any]:
+        secret, walk = self.redactor.is_secret, self._walk
         out: dict[Any, Any] = {}
         for key, item in obj.items():
-            if type(key) is str and key.lower() in redact:
-                out[key] = REDACTED
+            if type(key) is str and secret(key) and not (schema and isinstance(item, Mapping)):
+                out[key] = MARKER
             else:
                 out[key] = walk(item, path, key, new, refs)
         return out
@@ -93,6 +91,8 @@ class PayloadPreparer:
               refs: list[tuple[BlobRef, str]]) -> Any:
         t = type(value)
         if t is str:
+            if looks_like_url(value):
+                value = self.redactor.url(value)
             n = len(value)
             if n > self._quick and (n > self.threshold or _utf8_len(value) > self.threshold):
                 try:
@@ -109,7 +109,7 @@ class PayloadPreparer:
                 ref = BlobRef.from_json(value, self._reader, where=path)
                 refs.append((ref, path))
                 return ref
-            return self._mapping(value, path, new, refs)
+            return self._mapping(value, path, new, refs, schema=key == PROPERTIES)
         if t is list or t is tuple:
             path = _join(parent, key)
             return [self._walk(item, path, i, new, refs) for i, item in enumerate(value)]

@@ -29,6 +29,7 @@ from ..errors import (
     RunClosedError,
 )
 from ..events import BlobRef, Body, Event, check_payload, lift
+from ..redact import Redactor
 from .lock import RunLock
 from .meta import iso_time, write_meta
 from .payload import PayloadPreparer
@@ -87,6 +88,11 @@ class RunWriter:
     def head(self) -> str:
         """The hash of the last event (the chain's start before the first)."""
         return self._head
+
+    @property
+    def redactor(self) -> Redactor:
+        """The run's redaction policy (:mod:`agentlog.redact`): the built-in names and the run's."""
+        return self._prep.redactor
 
     @property
     def closed(self) -> bool:

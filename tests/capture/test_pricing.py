@@ -23,7 +23,7 @@ import agentlog as al
 from agentlog.errors import PricingError, UnknownModelWarning
 from agentlog.capture import pricing
 from agentlog.capture.pricing import Cost, Price
-from agentlog.capture.usage import Usage, normalize_usage
+from agentlog.capture.providers import Usage, normalize_usage
 
 WHEN = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 CACHED = Usage(input_tokens=120_000, cached_tokens=100_000, output_tokens=4_000)

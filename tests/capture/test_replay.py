@@ -121,3 +121,20 @@ def test_failed_llm_call_replays_as_the_same_failure(store: Any) -> None:
     assert run.event(len(run) - 1).payload["result"] == "gave up: TimeoutError: model timed out"
     result = al.replay(program, run)
     assert result.ok and result.result == "gave up: TimeoutError: model timed out"
+
+
+def test_permissive_replay_serves_recorded_values_and_failures(store: Any) -> None:
+    def program(rec: Any) -> list[Any]:
+        got = [rec.now(), str(rec.uuid()), rec.random()]
+        try:
+            rec.tool("divide", {"by": 0}, fn=lambda by: 1 / by)
+        except al.errors.ToolError as exc:
+            got.append(exc.error)
+        return got
+    run = al.record(program, store=store)
+    replayed = al.replay(program, run, mode="permissive")
+    assert replayed.ok and replayed.live == 0 and replayed.served == 4
+    assert replayed.result == run.event(len(run) - 1).payload["result"]
+    served = [e for e in replayed.run.iter_events() if e.type == "tool.result"]
+    assert served[0].payload["served_from_seq"] == next(
+        e.seq for e in run.iter_events() if e.type == "tool.result")

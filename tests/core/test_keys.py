@@ -310,7 +310,7 @@ def test_tool_name_must_be_a_string() -> None:
     ("https://user:secret@h.example/p", "https://h.example/p"),
     ("https://bücher.example/", "https://xn--bcher-kva.example/"),
     ("https://h.example/?key=AIza&API_KEY=x&access_token=t&keep=1",
-     "https://h.example/?API_KEY=REDACTED&access_token=REDACTED&keep=1&key=REDACTED"),
+     "https://h.example/?API_KEY=%5BREDACTED%5D&access_token=%5BREDACTED%5D&keep=1&key=%5BREDACTED%5D"),
     ("https://h.example/?q=%FF", "https://h.example/?q=%FF"),        # not UTF-8: bytes kept
     ("  https://h.example/x  ", "https://h.example/x"),
 ])

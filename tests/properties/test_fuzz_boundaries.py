@@ -337,9 +337,19 @@ def sources(tmp_path_factory: pytest.TempPathFactory, template: Path) -> dict[st
         ag_db = activegraph_quickstart(folder, mp)
     ag_jsonl = activegraph_export_trace(ag_db, folder / "ag.jsonl")
     drangue_sre(folder / "drangue.db")
+    ag_db = _frozen(ag_db, folder / "ag-frozen.db")
     assert samples
     return {"jsonl": buf.getvalue().splitlines(), "otlp": al.interop.export_otlp(st_.run("sre-0001")),
             "ag_jsonl": ag_jsonl.read_text().splitlines(), "ag_db": ag_db, "drangue": folder / "drangue.db"}
+
+
+def _frozen(db: Path, to: Path) -> Path:
+    """A one-file copy of a SQLite database (no WAL beside it, its tool's connection may stay
+    open), so every example starts from the same bytes."""
+    with contextlib.closing(sqlite3.connect(db)) as src, contextlib.closing(sqlite3.connect(to)) as dst:
+        src.backup(dst)
+        dst.execute("PRAGMA journal_mode=DELETE")
+    return to
 
 
 def check_import(do: Callable[[al.Store], Any]) -> list[str]:

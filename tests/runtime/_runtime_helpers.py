@@ -252,6 +252,6 @@ def warm_up() -> None:
     import pyarrow.parquet  # noqa: F401
 
     from agentlog.capture import pricing
-    from agentlog.capture.usage import normalize_usage
+    from agentlog.capture.providers import normalize_usage
     pricing.cost(MODEL, normalize_usage({"prompt_tokens": 1, "completion_tokens": 1}, provider="openai"))
 

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentlog.events import BlobRef
+from agentlog.redact import DEFAULT
 from agentlog.store import Store
 
 # "$blob" keys are blob references, refused when malformed (test_payload.py)
@@ -42,13 +43,10 @@ def _expected(value: Any) -> Any:
     if isinstance(value, str) and len(value.encode("utf-8", "surrogatepass")) > 32:
         return value.encode()
     if isinstance(value, dict):
-        return {k: ("[REDACTED]" if k.lower() in _REDACT else _expected(v)) for k, v in value.items()}
+        return {k: ("[REDACTED]" if DEFAULT.is_secret(k) else _expected(v)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_expected(v) for v in value]
     return value
-
-
-_REDACT = {"authorization", "proxy-authorization", "api-key", "x-api-key", "cookie", "set-cookie"}
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,4 +1,4 @@
-"""Usage normalisation: every provider's shape to the OpenTelemetry GenAI convention.
+"""The provider boundary: every provider's answer and usage shape, in one dispatch.
 
 Expected numbers are computed by hand in comments; genai-prices' own extractors are a second
 opinion where they read the same shape.
@@ -12,8 +12,11 @@ from typing import Any
 
 import genai_prices
 import pytest
+from anthropic.types import Message as AnthropicMessage
+from openai.types.chat import ChatCompletion
+from openai.types.responses import Response
 
-from agentlog.capture.usage import Usage, detect_shape, normalize_usage
+from agentlog.capture.providers import Usage, detect_shape, normalize, normalize_usage
 from agentlog.errors import UsageError
 
 OPENAI_CHAT = {"prompt_tokens": 2006, "completion_tokens": 300, "total_tokens": 2306,
@@ -91,7 +94,7 @@ def test_gemini_snake_case_from_the_sdk() -> None:
 
 def test_openai_sdk_objects() -> None:
     import openai.types as usage_types
-    import openai.types.responses as responses
+    from openai.types import responses
     chat = usage_types.CompletionUsage.model_validate(OPENAI_CHAT)
     assert normalize_usage(chat) == SHAPES["openai_chat"][1]
     resp = responses.ResponseUsage.model_validate(
@@ -260,3 +263,101 @@ def test_cache_writes_count_against_input_too() -> None:
         Usage(input_tokens=10, cached_tokens=5, cache_write_tokens=6)
     assert info.value.field == "cache_write_tokens"
     assert str(info.value) == "usage cache_write_tokens=6: cache reads and writes (11) exceed input_tokens (10)"
+
+
+# --- whole answers, from the real SDKs' objects -------------------------------------------------
+
+CHAT_COMPLETION = ChatCompletion.model_validate({
+    "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o-2024-08-06",
+    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": '{"id": 7}'}}]}}],
+    "usage": OPENAI_CHAT})
+RESPONSE = Response.model_validate({
+    "id": "resp_1", "object": "response", "created_at": 1, "model": "gpt-4o", "status": "completed",
+    "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+    "output": [{"type": "message", "id": "m1", "role": "assistant", "status": "completed",
+                "content": [{"type": "output_text", "text": "hello", "annotations": []}]},
+               {"type": "function_call", "id": "fc1", "call_id": "call_9", "name": "lookup",
+                "arguments": "{}", "status": "completed"}],
+    "usage": {**OPENAI_RESPONSES, "input_tokens_details": {"cached_tokens": 4096, "cache_write_tokens": 0}}})
+ANTHROPIC_MESSAGE = AnthropicMessage.model_validate({
+    "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-3-5-sonnet-20241022",
+    "content": [{"type": "text", "text": "hi"}, {"type": "tool_use", "id": "tu_1", "name": "lookup",
+                                                  "input": {"id": 7}}],
+    "stop_reason": "tool_use", "stop_sequence": None, "usage": ANTHROPIC})
+GEMINI_RESPONSE = {  # generateContent's REST JSON (the API reference's shape)
+    "candidates": [{"content": {"role": "model", "parts": [
+        {"text": "hi"}, {"functionCall": {"name": "lookup", "args": {"id": 7}}}]}, "finishReason": "STOP"}],
+    "usageMetadata": GEMINI, "modelVersion": "gemini-2.5-pro", "responseId": "r-1"}
+
+SDK_ANSWERS: dict[str, tuple[Any, str, str, dict[str, Any]]] = {
+    # name: (answer, genai-prices provider id, api flavor, what the answer says apart from usage)
+    "openai_chat": (CHAT_COMPLETION, "openai", "chat", {
+        "message": {"role": "assistant", "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": '{"id": 7}'}}]},
+        "finish_reason": "tool_calls", "model": "gpt-4o-2024-08-06", "id": "chatcmpl-1"}),
+    "openai_responses": (RESPONSE, "openai", "responses", {
+        "message": {"role": "assistant", "content": "hello", "tool_calls": [
+            {"id": "call_9", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]},
+        "finish_reason": "completed", "model": "gpt-4o", "id": "resp_1"}),
+    "anthropic": (ANTHROPIC_MESSAGE, "anthropic", "default", {
+        "message": {"role": "assistant", "content": "hi", "tool_calls": [
+            {"id": "tu_1", "type": "function", "function": {"name": "lookup", "arguments": {"id": 7}}}]},
+        "finish_reason": "tool_use", "model": "claude-3-5-sonnet-20241022", "id": "msg_1"}),
+    "gemini": (GEMINI_RESPONSE, "google", "default", {
+        "message": {"role": "assistant", "content": "hi", "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": {"id": 7}}}]},
+        "finish_reason": "STOP", "model": "gemini-2.5-pro", "id": "r-1"}),
+}
+
+
+def _as_json(answer: Any) -> Any:
+    dump = getattr(answer, "model_dump", None)
+    return dump(mode="json") if dump else answer
+
+
+@pytest.mark.parametrize("shape", sorted(SDK_ANSWERS))
+def test_a_whole_answer_is_read_once(shape: str) -> None:
+    answer, _, _, says = SDK_ANSWERS[shape]
+    got = normalize(answer)
+    assert {"message": dict(got.message), "finish_reason": got.finish_reason, "model": got.model,
+            "id": got.id} == says
+    assert got.usage == SHAPES[shape][1]  # the counts worked out by hand above
+    assert got.provider is None  # the shape does not say who served it
+    assert normalize(answer, provider="azure").provider == "azure"
+
+
+@pytest.mark.parametrize("shape", sorted(SDK_ANSWERS))
+def test_counts_equal_genai_prices_own_extraction(shape: str) -> None:
+    answer, provider_id, flavor, _ = SDK_ANSWERS[shape]
+    data = {k: v for k, v in _as_json(answer).items() if k not in ("model", "modelVersion")}
+    theirs = genai_prices.extract_usage(data, provider_id=provider_id, api_flavor=flavor).usage
+    ours = normalize(answer).usage
+    assert (ours.input_tokens, ours.output_tokens, ours.cached_tokens, ours.cache_write_tokens,
+            ours.reasoning_tokens) == tuple(theirs.reported_value(k) for k in (
+                "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+                "output_reasoning_tokens"))
+
+
+def test_the_gemini_sdk_spelling_reads_as_the_rest_one() -> None:
+    snake = {"candidates": [{"content": {"role": "model", "parts": [
+        {"text": "hi"}, {"function_call": {"name": "lookup", "args": {"id": 7}}}]}, "finish_reason": "STOP"}],
+        "usage_metadata": {"prompt_token_count": 1200, "candidates_token_count": 80,
+                           "thoughts_token_count": 40, "cached_content_token_count": 1000,
+                           "tool_use_prompt_token_count": 10, "total_token_count": 1330},
+        "model_version": "gemini-2.5-pro", "response_id": "r-1"}
+    assert normalize(snake) == normalize(GEMINI_RESPONSE)
+
+
+def test_plain_answers_and_their_usage() -> None:
+    got = normalize({"content": "ok", "tool_calls": [{"id": "c"}], "finish_reason": "stop",
+                     "model": "m", "usage": {"input_tokens": 3, "output_tokens": 1}})
+    assert got.message == {"role": "assistant", "content": "ok", "tool_calls": [{"id": "c"}]}
+    assert (got.finish_reason, got.model, got.usage) == ("stop", "m", Usage(input_tokens=3, output_tokens=1))
+    assert normalize({"message": {"role": "assistant", "content": "x"}}).usage == Usage()
+    assert normalize("text").message == {"role": "assistant", "content": "text"}
+    assert normalize({"content": "x", "usage": {"prompt_tokens": 2, "completion_tokens": 1,
+                                                "cost": 0.5}}).usage.cost_usd == 0.5
+    with pytest.raises(TypeError, match="a model call returned int"):
+        normalize(7)
