@@ -38,7 +38,7 @@ _EXPORTS: dict[str, str] = {
     "fork": "agentlog.capture.fork:fork",
     "http": "agentlog.capture.transport",
     "interop": "agentlog.interop",
-    "pricing": "agentlog.capture.pricing",
+    "pricing": "agentlog.pricing",
     "record": "agentlog.capture.session:record",
     "recording": "agentlog.capture.session:recording",
     "replay": "agentlog.capture.replay:replay",
@@ -110,7 +110,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .fold import (DeterminismReport, Patch, ReducerRegistrationWarning, Reducers,
                        SnapshotIndex, State, apply_patch, check_determinism, diff_states, reducer)
     from . import edit, interop, testing
-    from .capture import pricing
+    from . import pricing
     from .capture import transport as http
     from .capture.divergence import Divergence
     from .capture.fork import fork

@@ -136,9 +136,9 @@ def recompute_cost(run: Run, prices: Mapping[str, Mapping[str, Any]] | None = No
     (``cache_hit``) recorded 0; the recomputed value is what they would have cost live. A model
     with no price gets ``recomputed_usd`` <NA> and source ``unknown``.
     """
-    from ..capture import pricing
-    from ..capture.usage import Usage
+    from .. import pricing
     from ..errors import UnknownModelWarning
+    from ..events import Usage
 
     def build() -> pd.DataFrame:
         return run_query(run, _recompute_sql, (*C.RECOMPUTED_COST, C.Column("priced_model", pa.string(), ""),

@@ -1,5 +1,5 @@
 """The recorder layer: what a program does, written to the log as it happens.
 
-Submodules are imported on use (``agentlog.capture.pricing``, ``agentlog.capture.usage``, ...),
+Submodules are imported on use (``agentlog.capture.usage``, ...),
 so importing this package pulls in nothing heavy.
 """

@@ -29,11 +29,11 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from .. import pricing
 from ..errors import RecordError, ReplayMissError, ToolError
 from ..events import (ERROR, LLM_REQUEST, LLM_RESPONSE, SPAN_ENDED, SPAN_STARTED, STATE_PATCH,
                      TOOL_CALL, TOOL_RESULT, BlobRef, Event)
 from ..keys import REQUEST_SLOTS, canonical_request, llm_key, tool_key
-from . import pricing
 from .llm import LLMResult, response_fields
 from .sinks import INTERRUPTED, Interrupted, Served, Sink
 

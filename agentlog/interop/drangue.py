@@ -189,7 +189,7 @@ class _Mapper:
                      caused_by=cause if cause is not None and cause < seq else None, ts=ts, **usage)
 
     def _decision(self, seq: int, e: SourceEvent, ts: int) -> tuple[str, dict[str, Any], dict[str, Any]]:
-        from ..capture import pricing
+        from .. import pricing
         from ..capture.usage import normalize_usage
 
         p = e.payload

@@ -296,7 +296,7 @@ def _usage(a: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _cost(a: Mapping[str, Any], model: Any, usage: Mapping[str, Any], span: OtelSpan) -> tuple[float | None, str]:
-    from ..capture import pricing
+    from .. import pricing
     from ..capture.usage import Usage
 
     given = _first(a, sc.AL_COST, sc.OI_COST_TOTAL)
