@@ -34,6 +34,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..accessors import Extensible
 from ..chain import GENESIS
 from . import columns as C
 from ._duck import query
@@ -164,7 +165,7 @@ def _usage(table: pa.Table, fork_seq: int | None) -> dict[str, float]:
     }
 
 
-class RunDiff:
+class RunDiff(Extensible):
     """How two runs differ; made by :func:`diff`. See the module docstring for the method.
 
     Attributes:
@@ -174,6 +175,8 @@ class RunDiff:
         prefix_from: ``lineage`` (fork records, confirmed by hash) or ``hash`` (compared).
         counts: aligned events after the prefix, per status.
     """
+
+    _accessor_owner = "RunDiff"
 
     def __init__(self, a: Run, b: Run, *, prefix: int, prefix_from: str, rows: pa.Table,
                  usage: pd.DataFrame, reducers: Any = None,
@@ -319,9 +322,8 @@ class RunDiff:
             lines.append(f"  … {hidden:,} more")
         return "\n".join(lines)
 
-    def _repr_html_(self) -> str | None:
-        from ..widgets.html import diff_repr
-        return diff_repr(self)
+    if TYPE_CHECKING:  # pragma: no cover - registered from above (agentlog.widgets.html)
+        def _repr_html_(self) -> str | None: ...
 
 
 def _no_provenance(value: Any) -> Any:

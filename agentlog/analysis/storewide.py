@@ -45,11 +45,11 @@ from .queries import UNKNOWN_COST, cost_sql, llm_calls_sql, spans_sql, tool_call
 from .tables import tags_text
 
 if TYPE_CHECKING:
-    import duckdb
+    from duckdb import DuckDBPyConnection
 
     from ..store.store import Store
 
-__all__ = ["StoreSnapshot", "connect", "cost", "events", "runs", "scan", "sql"]
+__all__ = ["StoreSnapshot", "connect", "cost", "duckdb", "events", "runs", "scan", "sql"]
 
 _EVENT_COLUMNS: Final = tuple(c.name for c in C.EVENTS)
 _SELECT: Final = ", ".join(["run_id", *(f'"{c}"' for c in _EVENT_COLUMNS)])
@@ -183,7 +183,7 @@ ORDER BY m.ord
 """
 
 
-def connect(store: Store, snapshot: StoreSnapshot | None = None) -> duckdb.DuckDBPyConnection:
+def connect(store: Store, snapshot: StoreSnapshot | None = None) -> DuckDBPyConnection:
     """A new DuckDB connection with the views of the module docstring (UTC session).
 
     The caller owns it: close it when done (or use it as a context manager).
@@ -234,7 +234,7 @@ def _unreadable_segment(exc: BaseException) -> CorruptSegmentError | None:
     return CorruptSegmentError(found.group(1), f"{problem}; `agentlog verify --all` names the damaged runs")
 
 
-def _arrow(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:
+def _arrow(con: DuckDBPyConnection, query: str) -> pa.Table:
     """``query``'s result as a pyarrow Table (see :func:`_unreadable_segment` for errors)."""
     try:
         return con.sql(query).to_arrow_table()
@@ -245,7 +245,14 @@ def _arrow(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:
 
 
 def sql(store: Store, query: str) -> pd.DataFrame:
-    """Run ``query`` over the views of :func:`connect` and return a DataFrame."""
+    """Run a DuckDB query over the views ``events`` (stored events with ``run_id``),
+    ``run_events`` (every run as read, fork prefixes stitched), ``runs``, ``spans``,
+    ``llm_calls`` and ``tool_calls`` (see the module docstring) and return a DataFrame.
+
+    >>> import tempfile, agentlog as al
+    >>> al.Store(tempfile.mkdtemp()).sql("select count(*) as n from events")["n"].tolist()
+    [0]
+    """
     con = connect(store)
     try:
         return C.arrow_to_frame(_arrow(con, query))
@@ -253,9 +260,17 @@ def sql(store: Store, query: str) -> pd.DataFrame:
         con.close()
 
 
+def duckdb(store: Store) -> DuckDBPyConnection:
+    """A DuckDB connection with the views of :func:`sql`, over a snapshot of the store taken
+    now. Close it when done (or use it in a ``with`` block)."""
+    return connect(store)
+
+
 def runs(store: Store, *, verify: bool = False) -> pd.DataFrame:
-    """One row per run, in ``store.list_runs()`` order (see
-    :data:`~agentlog.analysis.columns.RUNS`).
+    """One row per run, in ``store.list_runs()`` order: id, name, status, created, tags,
+    parent, fork_seq, events, own_events, spans, llm/tool calls, started, ended,
+    duration_ms, tokens, cost_usd, cost_unknown_calls, own_cost_usd, verified (the columns of
+    ``run.summary()``; see :data:`~agentlog.analysis.columns.RUNS`).
 
     Args:
         store: the store.

@@ -4,7 +4,7 @@ Any SDK built on httpx (OpenAI, Anthropic, most others) is recorded by handing i
 
 >>> import agentlog as al
 >>> def program(rec):                                       # doctest: +SKIP
-...     client = al.http.client(rec)
+...     client = al.transport.client(rec)
 ...     return client.get("https://example.com/status").json()
 
 Each exchange becomes ``http.request`` / ``http.response`` inside a span of kind ``http``, with
