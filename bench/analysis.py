@@ -11,6 +11,11 @@ a temp dir. Times are medians of repeated trials, each on freshly opened runs (n
   (``durability="none"``, one segment each) and their segment files copied under other run ids
   with a matching ``run.json``, so every run is a valid, verifiable run. Target: <= 3 s.
 - ``run.spans()`` on a 100,000-event run.
+- ``run.cost(by="model")`` and ``run.cost(by=("kind", "span"))`` of the 100,000-event run, each on
+  a freshly opened run (the call a user makes: loading the run's table included), computed by the
+  one cost engine (DuckDB SQL over the run's Arrow table), against the pandas group-by that was
+  the per-run engine before (reproduced here as the baseline, on the same fresh run); and
+  ``run.summary()`` on a fresh run.
 - ``al.diff`` of a 100,000-event run and a fork sharing its first 90,000 events, against a fork
   sharing only 10,000: the diff's work is in the events after the prefix, so the time must not
   grow with the prefix (the ratio 90k/10k stays <= 1). The state patch is computed on first
@@ -158,6 +163,47 @@ def fork_with_tail(store: Any, parent: Any, at: int, run_id: str) -> Any:
     return store.run(run_id)
 
 
+def pandas_run_cost(run: Any, keys: tuple[str, ...]) -> Any:
+    """The per-run cost engine before DuckDB (pandas group-by over ``run.events``), kept here as
+    the baseline: the same groups and sums, unknown costs counted apart."""
+    import pandas as pd
+
+    ev = run.events
+    llm = (ev["type"] == "llm.response").fillna(False)
+    tool = (ev["type"] == "tool.result").fillna(False)
+    usage = ev[["input_tokens", "output_tokens", "cached_tokens", "cost_usd"]]
+    rows = (llm | tool | usage.notna().any(axis=1)).to_numpy(dtype=bool)
+    ev, llm, tool = ev[rows], llm[rows], tool[rows]
+    data = pd.DataFrame({
+        "calls": 1, "llm_calls": llm.astype("int64"), "tool_calls": tool.astype("int64"),
+        "input_tokens": ev["input_tokens"].fillna(0), "output_tokens": ev["output_tokens"].fillna(0),
+        "cached_tokens": ev["cached_tokens"].fillna(0), "cost_usd": ev["cost_usd"],
+        "cost_unknown_calls": (llm & ev["cost_usd"].isna()).astype("int64")}, index=ev.index)
+    if "span" in keys or "kind" in keys:
+        names = run.spans().set_index("span_id")
+        data["span"] = ev["span_id"].map(names["name"])
+        data["kind"] = ev["span_id"].map(names["kind"])
+    for key in keys:
+        if key not in data:
+            data[key] = ev[key]
+    return data.groupby(list(keys), dropna=False, sort=True, observed=True).sum(min_count=1)
+
+
+def bench_run_cost(store: Any, run_id: str, trials: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for label, keys in (("model", ("model",)), ("kind_span", ("kind", "span"))):
+        sql = median_time(trials, lambda keys=keys: store.run(run_id).cost(by=keys))
+        pandas = median_time(trials, lambda keys=keys: pandas_run_cost(store.run(run_id), keys))
+        mine, base = store.run(run_id).cost(by=keys), pandas_run_cost(store.run(run_id), keys)
+        assert len(mine) == len(base) and int(mine["input_tokens"].sum()) == int(base["input_tokens"].sum())
+        log(f"run.cost(by={keys}): one engine (DuckDB) {sql:.3f} s, old pandas engine {pandas:.3f} s")
+        out |= {f"run_cost_{label}_s": round(sql, 3), f"run_cost_{label}_pandas_s": round(pandas, 3),
+                f"run_cost_{label}_over_pandas": round(sql / pandas, 2)}
+    summary = median_time(trials, lambda: store.run(run_id).summary())
+    log(f"run.summary(): {summary:.3f} s")
+    return {**out, "run_summary_s": round(summary, 3)}
+
+
 def bench_long_runs(root: Path, n: int, trials: int) -> dict[str, Any]:
     store = al.Store(root)
     log(f"writing a {n:,}-event run")
@@ -176,6 +222,8 @@ def bench_long_runs(root: Path, n: int, trials: int) -> dict[str, Any]:
     n_spans = len(spans_fresh())
     log(f"spans(): {spans_s:.3f} s ({n_spans:,} spans; {spans_compute:.3f} s with the table in memory)")
 
+    run_cost = bench_run_cost(store, "long", trials)
+
     long_prefix, short_prefix = n * 9 // 10, n // 10
     log(f"writing forks sharing {long_prefix:,} and {short_prefix:,} events")
     f_long = fork_with_tail(store, base, long_prefix - 1, "fork-long-prefix")
@@ -193,7 +241,7 @@ def bench_long_runs(root: Path, n: int, trials: int) -> dict[str, Any]:
     p_long = median_time(1, lambda: diff_of(f_long.id).state_patch)
     p_short = median_time(1, lambda: diff_of(f_short.id).state_patch)
     log(f"diff + state patch: {p_long:.3f} s and {p_short:.3f} s")
-    return {"spans_events": n, "spans_count": n_spans, "spans_s": round(spans_s, 3),
+    return {**run_cost, "spans_events": n, "spans_count": n_spans, "spans_s": round(spans_s, 3),
             "spans_in_memory_s": round(spans_compute, 3),
             "diff_events": n, "diff_prefix_long": long_prefix, "diff_prefix_short": short_prefix,
             "diff_long_prefix_s": round(t_long, 3), "diff_short_prefix_s": round(t_short, 3),

@@ -303,7 +303,7 @@ def test_attached_methods_work_like_methods(sample: Any) -> None:
     run = sample.run("sre-0001")
     assert {"events", "cost", "spans", "waterfall", "show", "run_id"} <= set(dir(run))
     assert {"runs", "cost", "sql", "cost_dashboard"} <= set(dir(sample))
-    assert run.cost.__self__ is run and "Usage summed by" in (run.cost.__doc__ or "")
+    assert run.cost.__self__ is run and "Tokens, calls and cost summed by" in (run.cost.__doc__ or "")
     assert len(run.events) == len(run)  # a property
     assert run.run_id == run.id == "sre-0001"
     with pytest.raises(AttributeError, match="'Run' object has no attribute 'no_such_method'"):

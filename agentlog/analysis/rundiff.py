@@ -36,10 +36,12 @@ import pyarrow.compute as pc
 
 from ..accessors import Extensible
 from ..chain import GENESIS
+from ..events import SPAN_STARTED, LLMRequest, LLMResponse, SpanStarted, ToolCall
 from . import columns as C
 from ._duck import query
 from .align import align
-from .tables import duration_ms, event_table
+from .queries import field
+from .tables import event_table, summary
 
 if TYPE_CHECKING:
     from ..fold.patch import Patch
@@ -50,9 +52,15 @@ __all__ = ["IGNORED", "RunDiff", "diff"]
 #: Payload fields left out when deciding whether two aligned events are the same: they record
 #: how an event came about, not what it says (the idempotency key and span ids derive from
 #: seqs, which shift when a fork inserts ``fork.started``).
-IGNORED: Final = frozenset({"idempotency_key", "served_from_seq", "cache_hit", "cost_source"})
+IGNORED: Final = frozenset({ToolCall.K.idempotency_key, LLMResponse.K.served_from_seq,
+                            LLMResponse.K.cache_hit, LLMResponse.K.cost_source})
 #: Per type, more such fields.
-IGNORED_BY_TYPE: Final = {"span.started": frozenset({"parent"})}
+IGNORED_BY_TYPE: Final = {SPAN_STARTED: frozenset({SpanStarted.K.parent})}
+#: The payload fields that name an event in its signature, first found first: a span's or
+#: tool's ``name``, else a call's cache ``key``, else a response's ``id``.
+_NAMED_BY: Final = (field(ToolCall, ToolCall.K.name), field(ToolCall, ToolCall.K.key),
+                    field(LLMResponse, LLMResponse.K.id))
+_KEY: Final = LLMRequest.K.key
 
 _SUMMARY_OPS: Final = 2
 _STATUSES: Final = ("matched", "changed", "only_a", "only_b")
@@ -105,11 +113,8 @@ def _shared_prefix(a: Run, b: Run, ta: pa.Table, tb: pa.Table) -> tuple[int, str
     return known + rest, how
 
 
-_SIG_SQL: Final = """
-SELECT seq, type, actor,
-       coalesce(json_extract_string(payload, '$.name'), json_extract_string(payload, '$.key'),
-                json_extract_string(payload, '$.id')) AS name,
-       payload
+_SIG_SQL: Final = f"""
+SELECT seq, type, actor, coalesce({", ".join(_NAMED_BY)}) AS name, payload
 FROM t ORDER BY seq
 """
 
@@ -131,7 +136,7 @@ def _change_summary(type_: str, pa_: str, pb: str) -> str:
     from ..fold import diff_states, freeze
     ops = list(diff_states(freeze(_content(type_, pa_)), freeze(_content(type_, pb))))
     if len(ops) > 1:  # a request's key changes with anything else in it: say what else did
-        ops = [op for op in ops if op.get("path") != "/key"]
+        ops = [op for op in ops if op.get("path") != f"/{_KEY}"]
     from ..fold.patch import Patch
     lines = str(Patch(ops[:_SUMMARY_OPS])).splitlines()
     more = len(ops) - _SUMMARY_OPS
@@ -142,27 +147,22 @@ def _describe(type_: str, payload: str) -> str:
     from ..fold.values import short
     value = _content(type_, payload)
     if isinstance(value, dict):
-        value = {k: v for k, v in value.items() if k != "key"}
+        value = {k: v for k, v in value.items() if k != _KEY}
     return short(value, 100)
 
 
-def _usage(table: pa.Table, fork_seq: int | None) -> dict[str, float]:
-    types = table.column("type").cast(pa.string())
+#: The metrics of :attr:`RunDiff.usage`: columns of ``run.summary()``.
+USAGE_METRICS: Final = ("events", "llm_calls", "tool_calls", "input_tokens", "output_tokens",
+                        "cached_tokens", "cost_usd", "cost_unknown_calls", "duration_ms")
 
-    def total(name: str) -> float:
-        return float(pc.sum(table.column(name)).as_py() or 0)
 
-    n = table.num_rows
-    return {
-        "events": float(n),
-        "llm_calls": float(pc.sum(pc.equal(types, "llm.response")).as_py() or 0),
-        "tool_calls": float(pc.sum(pc.equal(types, "tool.result")).as_py() or 0),
-        "input_tokens": total("input_tokens"), "output_tokens": total("output_tokens"),
-        "cached_tokens": total("cached_tokens"), "cost_usd": total("cost_usd"),
-        "cost_unknown_calls": float(pc.sum(pc.and_(pc.equal(types, "llm.response"),
-                                                   pc.is_null(table.column("cost_usd")))).as_py() or 0),
-        "duration_ms": duration_ms(table, fork_seq) or 0.0,
-    }
+def _usage(run: Run) -> pd.Series:
+    """The run's :data:`USAGE_METRICS` from ``run.summary()`` (one engine for every cost):
+    nullable floats, the cost <NA> when every cost is unknown."""
+    row = summary(run).iloc[0]
+    values = [row[m] for m in USAGE_METRICS]
+    return pd.Series(pd.array([None if pd.isna(v) else float(v) for v in values], dtype="Float64"),
+                     index=list(USAGE_METRICS))
 
 
 class RunDiff(Extensible):
@@ -307,8 +307,9 @@ class RunDiff(Extensible):
         lines.append(f"after it: {c['matched']} matched, {c['changed']} changed, "
                      f"{c['only_a']} only in a, {c['only_b']} only in b")
         d = self._usage["delta"]
+        cost = "cost unknown" if pd.isna(d["cost_usd"]) else f"${d['cost_usd']:+,.6f}"
         lines.append(f"usage b - a: {d['input_tokens']:+,.0f} input tokens, "
-                     f"{d['output_tokens']:+,.0f} output tokens, ${d['cost_usd']:+,.6f}, "
+                     f"{d['output_tokens']:+,.0f} output tokens, {cost}, "
                      f"{d['llm_calls']:+,.0f} llm calls, {d['tool_calls']:+,.0f} tool calls")
         cols = self.columns("status", "seq_a", "seq_b", "type")
         shown = [i for i, status in enumerate(cols["status"]) if status != "matched"][:20]
@@ -384,8 +385,7 @@ def diff(run_a: Run, run_b: Run, *, reducers: Any = None) -> RunDiff:
                      "seq_b": pa.array(seq_b, pa.int64()), "type": pa.array(types, pa.string()),
                      "actor": pa.array(actors, pa.string()), "name": pa.array(names, pa.string()),
                      "summary": pa.array(summaries, pa.string())})
-    ua, ub = _usage(ta, run_a.fork_seq), _usage(tb, run_b.fork_seq)
-    usage = pd.DataFrame({"a": ua, "b": ub})
+    usage = pd.DataFrame({"a": _usage(run_a), "b": _usage(run_b)})
     usage["delta"] = usage["b"] - usage["a"]
     usage.index.name = "metric"
     return RunDiff(run_a, run_b, prefix=prefix, prefix_from=how, rows=rows, usage=usage,
