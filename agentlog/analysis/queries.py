@@ -94,12 +94,13 @@ def known_cost(cost: str = "cost_usd", unknown: str = f"count(*) FILTER (WHERE {
         over: a window (``OVER (...)``) for running sums; empty for a group.
 
     >>> print(known_cost("c", "n"))
-    (CASE WHEN count(c) = 0 AND n > 0 THEN NULL ELSE coalesce(sum(c), 0.0) END)
+    (CASE WHEN n > 0 THEN sum(c) ELSE coalesce(sum(c), 0.0) END)
+
+    (``sum`` of no known value is ``NULL``: kept as such only when some cost is unknown.)
     """
     part = f" FILTER (WHERE {where})" if where else ""
     part += f" {over}" if over else ""
-    return (f"(CASE WHEN count({cost}){part} = 0 AND {unknown} > 0 THEN NULL "
-            f"ELSE coalesce(sum({cost}){part}, 0.0) END)")
+    return f"(CASE WHEN {unknown} > 0 THEN sum({cost}){part} ELSE coalesce(sum({cost}){part}, 0.0) END)"
 
 
 def _cut(expr: str, n: int = PREVIEW) -> str:
