@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from . import accessors as _accessors
+from ._version import __version__
 
 # public name -> "module" (a submodule) or "module:attribute"
 _EXPORTS: dict[str, str] = {
@@ -37,17 +39,17 @@ _EXPORTS: dict[str, str] = {
     "arecord": "agentlog.capture.session:arecord",
     "edit": "agentlog.edit",
     "fork": "agentlog.capture.fork:fork",
-    "http": "agentlog.capture.transport",
     "instrument": "agentlog.otel:instrument",
     "interop": "agentlog.interop",
     "otel": "agentlog.otel",
-    "pricing": "agentlog.capture.pricing",
+    "pricing": "agentlog.pricing",
     "record": "agentlog.capture.session:record",
     "recording": "agentlog.capture.session:recording",
     "replay": "agentlog.capture.replay:replay",
     "span": "agentlog.capture.recorder:span",
     "testing": "agentlog.testing",
     "tool": "agentlog.capture.recorder:tool",
+    "transport": "agentlog.capture.transport",
     # the loop runtime and its example agents
     "AgentProgram": "agentlog.capture.runtime:AgentProgram",
     "ApprovalError": "agentlog.errors:ApprovalError",
@@ -97,6 +99,7 @@ _EXPORTS: dict[str, str] = {
     # errors most users catch
     "AgentlogError": "agentlog.errors:AgentlogError",
     "CanonicalJSONError": "agentlog.errors:CanonicalJSONError",
+    "DivergenceError": "agentlog.errors:DivergenceError",
     "NotReplayableError": "agentlog.errors:NotReplayableError",
     "PatchError": "agentlog.errors:PatchError",
     "RunLockedError": "agentlog.errors:RunLockedError",
@@ -105,38 +108,141 @@ _EXPORTS: dict[str, str] = {
     "UnknownModelWarning": "agentlog.errors:UnknownModelWarning",
 }
 
-__all__ = sorted(_EXPORTS) + ["__version__"]
+# Reachable as al.<name>, but not exported by ``from agentlog import *``: ``open`` would shadow
+# the builtin.
+_NOT_STARRED: frozenset[str] = frozenset({"open"})
+# Old name -> new name: still resolves, with a DeprecationWarning.
+_RENAMED: dict[str, str] = {"http": "transport"}
+
+# Every name of _EXPORTS but those of _NOT_STARRED, sorted (tests/test_public_api.py checks it
+# against tests/public_api.txt).
+__all__ = [  # noqa: RUF022 - plainly sorted, as tests/public_api.txt
+    "AgentProgram", "AgentlogError", "ApprovalError", "BlobRef", "BlobStore", "Budget",
+    "CallModel", "CallTool", "CanonicalJSONError", "DeterminismReport", "Divergence",
+    "DivergenceError", "Durability", "Emit", "Event", "Fact", "Finish", "GCReport", "GENESIS",
+    "LLMCallError", "LLMResult", "NotReplayableError", "Patch", "PatchError", "Problem",
+    "Recorder", "ReducerError", "ReducerRegistrationWarning", "Reducers", "ReplayResult",
+    "RequestApproval", "Run", "RunDiff", "RunLockedError", "RunNotFoundError", "RunWriter",
+    "SignedHead", "SnapshotIndex", "State", "Store", "StoreError", "TornWALWarning",
+    "UnknownModelWarning", "VerifyReport", "__version__", "apply_patch", "approve", "arecord",
+    "canonical_json", "chain_hash", "check_determinism", "deny", "diff", "diff_states", "edit",
+    "errors", "examples", "fold", "fork", "instrument", "interop", "keys", "otel", "pricing",
+    "record", "recording", "reducer", "replay", "resume", "run_agent", "show", "sign_head",
+    "span", "testing", "tool", "transport", "verify_proof", "widgets",
+]
+
+# --- methods the layers above attach to the store's classes (see agentlog.accessors) ----------
+# The store is a plain handle of storage and state and imports neither analysis nor widgets;
+# this package, above every layer and always imported before any agentlog.* module, names
+# the functions, and the classes import them on first use.
+_ANALYSIS = "agentlog.analysis"
+_WIDGETS = "agentlog.widgets"
+_ACCESSORS: dict[str, dict[str, str]] = {
+    "Run": {
+        "events": f"{_ANALYSIS}.tables:events",
+        "events_expanded": f"{_ANALYSIS}.tables:events_expanded",
+        "spans": f"{_ANALYSIS}.spans:spans",
+        "llm_calls": f"{_ANALYSIS}.tables:llm_calls",
+        "tool_calls": f"{_ANALYSIS}.tables:tool_calls",
+        "cost": f"{_ANALYSIS}.cost:cost",
+        "tokens_over_time": f"{_ANALYSIS}.tables:tokens_over_time",
+        "summary": f"{_ANALYSIS}.tables:summary",
+        "recompute_cost": f"{_ANALYSIS}.cost:recompute_cost",
+        "waterfall": f"{_WIDGETS}.accessors:waterfall",
+        "scrub": f"{_WIDGETS}.accessors:scrub",
+        "fork_panel": f"{_WIDGETS}.accessors:fork_panel",
+        "diff_view": f"{_WIDGETS}.accessors:diff_view",
+        "cost_dashboard": f"{_WIDGETS}.accessors:cost_dashboard",
+        "show": f"{_WIDGETS}.accessors:show",
+        "_repr_html_": f"{_WIDGETS}.html:run_repr",
+    },
+    "Store": {
+        "runs": f"{_ANALYSIS}.storewide:runs",
+        "events": f"{_ANALYSIS}.storewide:events",
+        "cost": f"{_ANALYSIS}.storewide:cost",
+        "sql": f"{_ANALYSIS}.storewide:sql",
+        "duckdb": f"{_ANALYSIS}.storewide:duckdb",
+        "cost_dashboard": f"{_WIDGETS}.accessors:cost_dashboard",
+        "_repr_html_": f"{_WIDGETS}.html:store_repr",
+    },
+    "VerifyReport": {"_repr_html_": f"{_WIDGETS}.html:verify_repr"},
+    "RunDiff": {"_repr_html_": f"{_WIDGETS}.html:diff_repr"},
+}
+_PROPERTIES: frozenset[tuple[str, str]] = frozenset({("Run", "events")})
+
+for _owner, _names in _ACCESSORS.items():
+    for _name, _target in _names.items():
+        _accessors.register(_owner, _name, _target,
+                            kind="property" if (_owner, _name) in _PROPERTIES else "method")
+del _owner, _names, _name, _target
 
 if TYPE_CHECKING:  # pragma: no cover
-    from . import errors, fold, keys
+    from . import edit, errors, examples, fold, interop, keys, pricing, testing, widgets
+    from .analysis.rundiff import RunDiff, diff
     from .canonical import canonical_json
-    from .chain import GENESIS, Problem, chain_hash
-    from .errors import (AgentlogError, CanonicalJSONError, NotReplayableError, PatchError, RunLockedError,
-                         RunNotFoundError, StoreError, UnknownModelWarning)
-    from .events import BlobRef, Event
-    from .errors import ReducerError
-    from .fold import (DeterminismReport, Patch, ReducerRegistrationWarning, Reducers,
-                       SnapshotIndex, State, apply_patch, check_determinism, diff_states, reducer)
-    from . import edit, interop, otel, testing
-    from .otel import instrument
-    from .capture import pricing
-    from .capture import transport as http
+    from .capture import transport
     from .capture.divergence import Divergence
     from .capture.fork import fork
     from .capture.providers import LLMResult
     from .capture.recorder import LLMCallError, Recorder, span, tool
     from .capture.replay import ReplayResult, replay
+    from .capture.runtime import (
+        AgentProgram,
+        Budget,
+        CallModel,
+        CallTool,
+        Emit,
+        Fact,
+        Finish,
+        RequestApproval,
+        approve,
+        deny,
+        run_agent,
+    )
+    from .capture.runtime.resume import resume
     from .capture.session import arecord, record, recording
-    from . import examples
-    from .capture.runtime import (AgentProgram, Budget, CallModel, CallTool, Emit, Fact, Finish,
-                                  RequestApproval, approve, deny, resume, run_agent)
-    from .errors import ApprovalError
-    from .store import (BlobStore, Durability, GCReport, Run, RunWriter, Store, TornWALWarning,
-                        VerifyReport, open)
+    from .chain import GENESIS, Problem, chain_hash
+    from .errors import (
+        AgentlogError,
+        ApprovalError,
+        CanonicalJSONError,
+        DivergenceError,
+        NotReplayableError,
+        PatchError,
+        ReducerError,
+        RunLockedError,
+        RunNotFoundError,
+        StoreError,
+        UnknownModelWarning,
+    )
+    from .events import BlobRef, Event
+    from .fold import (
+        DeterminismReport,
+        Patch,
+        ReducerRegistrationWarning,
+        Reducers,
+        SnapshotIndex,
+        State,
+        apply_patch,
+        check_determinism,
+        diff_states,
+        reducer,
+    )
+    from . import otel
+    from .otel import instrument
     from .proofs import SignedHead, verify_proof
+    from .store import (
+        BlobStore,
+        Durability,
+        GCReport,
+        Run,
+        RunWriter,
+        Store,
+        TornWALWarning,
+        VerifyReport,
+        open,
+    )
     from .store.heads import sign_head
-    from . import widgets
-    from .analysis.rundiff import RunDiff, diff
     from .widgets.tabs import show
 
 
@@ -159,6 +265,10 @@ _show_patches_as_html()
 
 
 def __getattr__(name: str) -> Any:
+    if name in _RENAMED:
+        new = _RENAMED[name]
+        warnings.warn(f"al.{name} is now al.{new}", DeprecationWarning, stacklevel=2)
+        return __getattr__(new)
     target = _EXPORTS.get(name)
     if target is None:
         raise AttributeError(f"module 'agentlog' has no attribute {name!r}")

@@ -420,7 +420,7 @@ def report_html(run: Run, *, vs: Run | None = None, progress: Progress | None = 
 
 
 def _page(title: str, sections: Iterable[tuple[str, str, str]], *, scripts: str) -> str:
-    from . import __version__
+    from ._version import __version__
     from .widgets.html import _css
     parts = list(sections)
     nav = "".join(f'<a href="#{_e(ident)}">{_e(name.split(":")[0])}</a>' for ident, name, _ in parts)

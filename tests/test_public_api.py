@@ -1,27 +1,58 @@
-"""The public surface: every exported name resolves, and ``__all__`` is pinned and sorted."""
+"""The public surface: ``__all__`` is the committed list, every name resolves, and the names
+that are reachable but not starred (``al.open``) or renamed (``al.http``) behave as documented."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 import agentlog as al
 
+PINNED = Path(__file__).with_name("public_api.txt")
+
+
+def test_all_is_the_committed_list() -> None:
+    """A change to the public names is a change to tests/public_api.txt, made on purpose."""
+    pinned = PINNED.read_text(encoding="utf-8").split()
+    assert al.__all__ == pinned
+
 
 def test_all_is_sorted_and_resolves() -> None:
-    names = [n for n in al.__all__ if n != "__version__"]
-    assert names == sorted(names)
-    for name in names:
+    assert al.__all__ == sorted(al.__all__)
+    for name in al.__all__:
         assert getattr(al, name) is not None, name
 
 
+def test_every_export_is_starred_but_open() -> None:
+    assert set(al.__all__) == (set(al._EXPORTS) - {"open"}) | {"__version__"}
+
+
+def test_star_import_does_not_shadow_the_builtin_open() -> None:
+    namespace: dict[str, object] = {}
+    exec("from agentlog import *", namespace)  # noqa: S102 - the point of the test
+    assert "open" not in namespace and "transport" in namespace and "DivergenceError" in namespace
+    from agentlog.store import open as open_run
+    assert al.open is open_run  # still reachable as al.open
+
+
+def test_divergence_error_is_exported() -> None:
+    from agentlog.errors import DivergenceError, ReplayError
+    assert al.DivergenceError is DivergenceError and issubclass(DivergenceError, ReplayError)
+
+
+def test_transport_is_the_httpx_capture_module_and_http_is_its_old_name() -> None:
+    from agentlog.capture import transport
+    assert al.transport is transport
+    with pytest.warns(DeprecationWarning, match=r"al\.http is now al\.transport"):
+        assert al.http is transport
+
+
 def test_unknown_name_is_an_attribute_error() -> None:
-    try:
+    with pytest.raises(AttributeError, match="no_such_thing"):
         al.no_such_thing  # noqa: B018
-    except AttributeError as exc:
-        assert "no_such_thing" in str(exc)
-    else:  # pragma: no cover
-        raise AssertionError("expected AttributeError")
 
 
 def test_import_agentlog_pulls_in_nothing_heavy() -> None:

@@ -98,7 +98,8 @@ _TOKENS_COST = (
     ("input_tokens", _I, "input tokens of the span's own events"),
     ("output_tokens", _I, "output tokens of the span's own events"),
     ("cached_tokens", _I, "cached input tokens of the span's own events"),
-    ("cost_usd", _F, "known cost of the span's own events (see cost_unknown_calls)"),
+    ("cost_usd", _F, ("known cost of the span's own events (see cost_unknown_calls); <NA> when "
+                      "all of them are unknown")),
     ("cost_unknown_calls", _I, "own ``llm.response`` events whose cost is unknown"),
 )
 
@@ -123,7 +124,7 @@ SPANS: Final = _cols(
     ("total_input_tokens", _I, "input tokens of the span and all its descendants"),
     ("total_output_tokens", _I, "output tokens of the span and all its descendants"),
     ("total_cached_tokens", _I, "cached input tokens of the span and all its descendants"),
-    ("total_cost_usd", _F, "known cost of the span and all its descendants"),
+    ("total_cost_usd", _F, "known cost of the span and all its descendants; <NA> when all unknown"),
     ("total_cost_unknown_calls", _I, "calls of unknown cost in the span and its descendants"),
 )
 
@@ -189,7 +190,8 @@ COST_VALUES: Final = _cols(
     ("input_tokens", _I, "input tokens, cached ones included"),
     ("output_tokens", _I, "output tokens"),
     ("cached_tokens", _I, "cached input tokens"),
-    ("cost_usd", _F, "the sum of the known costs (served-from-log answers cost 0)"),
+    ("cost_usd", _F, ("the sum of the known costs (served-from-log answers cost 0); <NA> when "
+                      "every cost in the group is unknown, never 0")),
     ("cost_unknown_calls", _I, "``llm.response`` events whose cost is unknown: never counted as 0"),
 )
 
@@ -206,7 +208,7 @@ TOKENS_OVER_TIME: Final = _cols(
     ("cum_input_tokens", _I, "input tokens up to and including this event"),
     ("cum_output_tokens", _I, "output tokens up to and including this event"),
     ("cum_cached_tokens", _I, "cached input tokens up to and including this event"),
-    ("cum_cost_usd", _F, "known cost up to and including this event"),
+    ("cum_cost_usd", _F, "known cost up to and including this event; <NA> while all are unknown"),
     ("cum_cost_unknown_calls", _I, "calls of unknown cost up to and including this event"),
 )
 
@@ -230,10 +232,11 @@ RUNS: Final = _cols(
     ("input_tokens", _I, "input tokens, cached ones included"),
     ("output_tokens", _I, "output tokens"),
     ("cached_tokens", _I, "cached input tokens"),
-    ("cost_usd", _F, "known cost of the run as read"),
+    ("cost_usd", _F, "known cost of the run as read; <NA> when every cost is unknown (never 0)"),
     ("cost_unknown_calls", _I, "``llm.response`` events whose cost is unknown"),
     ("own_cost_usd", _F, ("known cost of the run's own events: what it paid (a fork's prefix "
                           "was paid by its parent)")),
+    ("own_cost_unknown_calls", _I, "its own ``llm.response`` events whose cost is unknown"),
     ("verified", _S, "``ok``, ``not ok`` or ``not checked``"),
 )
 

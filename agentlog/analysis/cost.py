@@ -1,10 +1,13 @@
 """What a run cost: usage grouped by model, actor, span, kind, type or day; and costs recomputed.
 
-``cost(by=...)`` is a pandas group-by over the run's usage events (model answers, tool
-results, and any event with a usage value). Every value column adds up, so the total row is
-``table.sum(numeric_only=True)``. A cost the log does not know is never counted as 0: it is
-left out of ``cost_usd`` and counted in ``cost_unknown_calls``. The store-wide
-``store.cost(by=...)`` computes the same table in DuckDB over every run's own events.
+``cost(by=...)`` is :func:`agentlog.analysis.queries.cost_sql` run by DuckDB over the run's
+Arrow table: the same SQL as ``store.cost(by=...)`` over every run, so there is one cost
+engine. It sums the usage events (model answers, tool results, and any event with a usage
+value). Every value column adds up, so the total row is ``table.sum(numeric_only=True)``. A
+cost the log does not know is never counted as 0: ``cost_usd`` is the sum of the known costs
+(<NA> for a group whose costs are all unknown) and ``cost_unknown_calls`` counts the rest.
+
+``recompute_cost()`` prices the recorded usage again with :mod:`agentlog.pricing`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ import pandas as pd
 import pyarrow as pa
 
 from . import columns as C
-from .tables import _frame, events, run_query
+from ._duck import query
+from .queries import cost_sql, recompute_sql
+from .tables import _frame, event_source, run_query
 
 if TYPE_CHECKING:
     from ..store.run import Run
@@ -52,10 +57,14 @@ def check_keys(by: str | Sequence[str], allowed: Sequence[str]) -> tuple[str, ..
 
 
 def cost(run: Run, by: str | Sequence[str] = ("model",), *, own: bool = False) -> pd.DataFrame:
-    """Usage summed by ``by``: one row per group, sorted by the keys (missing keys last).
+    """Tokens, calls and cost summed by ``by``: one row per group, sorted by the keys (missing
+    keys last).
 
-    Columns: the key columns (:data:`~agentlog.analysis.columns.COST_KEYS`), then
-    :data:`~agentlog.analysis.columns.COST_VALUES`.
+    Columns: the keys (:data:`~agentlog.analysis.columns.COST_KEYS`), then calls, llm_calls,
+    tool_calls, input_tokens, output_tokens, cached_tokens, cost_usd (the sum of the known
+    costs; <NA> when every cost in the group is unknown, never 0), cost_unknown_calls (the
+    model answers left out of cost_usd) (:data:`~agentlog.analysis.columns.COST_VALUES`). The
+    total row is ``run.cost(...).sum(numeric_only=True)``.
 
     Args:
         run: the run.
@@ -64,57 +73,22 @@ def cost(run: Run, by: str | Sequence[str] = ("model",), *, own: bool = False) -
             ``()`` for one row of totals.
         own: count only the run's own events: for a fork, what it paid (its parent prefix was
             paid by the parent). ``store.cost`` counts this way.
+
+    Raises:
+        ValueError: an unknown or repeated key.
     """
     keys = check_keys(by, RUN_COST_KEYS)
-    ev = events(run)
-    if own and run.fork_seq is not None:
-        ev = ev[ev["seq"] > run.fork_seq]
-    usage = ev[["input_tokens", "output_tokens", "cached_tokens", "cost_usd"]]
-    llm = (ev["type"] == "llm.response").fillna(False)
-    tool = (ev["type"] == "tool.result").fillna(False)
-    rows = (llm | tool | usage.notna().any(axis=1)).to_numpy(dtype=bool)
-    ev, llm, tool = ev[rows], llm[rows], tool[rows]
-    data = pd.DataFrame({
-        "calls": 1, "llm_calls": llm.astype("int64"), "tool_calls": tool.astype("int64"),
-        "input_tokens": ev["input_tokens"].fillna(0), "output_tokens": ev["output_tokens"].fillna(0),
-        "cached_tokens": ev["cached_tokens"].fillna(0), "cost_usd": ev["cost_usd"].fillna(0.0),
-        "cost_unknown_calls": (llm & ev["cost_usd"].isna()).astype("int64"),
-    }, index=ev.index)
-    for key in keys:
-        data[key] = _key_column(run, ev, key)
-    values = [c.name for c in C.COST_VALUES]
-    if keys:
-        grouped = data.groupby(list(keys), dropna=False, sort=True, observed=True)[values].sum()
-        table = grouped.reset_index()
-    else:
-        table = data[values].sum().to_frame().T
-    return C.to_frame(pa.Table.from_pandas(table, preserve_index=False), C.cost_spec(keys))
+    fork_seq = run.fork_seq if own else None
 
+    def build() -> pd.DataFrame:
+        usage = "ev" if fork_seq is None else f"(SELECT * FROM ev WHERE seq > {int(fork_seq)})"
+        table = query(cost_sql(usage, "ev", keys), {"ev": event_source(run)})
+        return C.to_frame(table, C.cost_spec(keys))
 
-def _key_column(run: Run, ev: pd.DataFrame, key: str) -> pd.Series:
-    if key in ("model", "actor", "type"):
-        return ev[key]
-    if key == "day":
-        days = ev["ts"].dt.tz_localize(None).to_numpy().astype("datetime64[D]")  # UTC days
-        return pd.Series(pd.arrays.ArrowExtensionArray(pa.array(days, pa.date32())), index=ev.index)
-    from .spans import spans
-    names = spans(run).set_index("span_id")["name" if key == "span" else "kind"]
-    return ev["span_id"].map(names).astype(C.COST_KEYS[key].dtype)
+    return _frame(run, f"cost:{','.join(keys)}:{fork_seq}", build)
 
 
 # --- recomputed cost ---------------------------------------------------------------------------
-
-
-def _recompute_sql(src: str) -> str:
-    return f"""
-SELECT seq, ts, model, input_tokens, output_tokens, cached_tokens,
-       TRY_CAST(json_extract_string(payload, '$.usage.cache_write_tokens') AS BIGINT) AS cache_write_tokens,
-       TRY_CAST(json_extract_string(payload, '$.usage.reasoning_tokens') AS BIGINT) AS reasoning_tokens,
-       coalesce(model, json_extract_string(payload, '$.model')) AS priced_model,
-       cost_usd, json_extract_string(payload, '$.cost_source') AS cost_source,
-       coalesce(json_extract_string(payload, '$.cache_hit') = 'true', false) AS cache_hit
-FROM {src} WHERE type = 'llm.response' ORDER BY seq
-"""
 
 
 def recompute_cost(run: Run, prices: Mapping[str, Mapping[str, Any]] | None = None, *,
@@ -136,12 +110,12 @@ def recompute_cost(run: Run, prices: Mapping[str, Mapping[str, Any]] | None = No
     (``cache_hit``) recorded 0; the recomputed value is what they would have cost live. A model
     with no price gets ``recomputed_usd`` <NA> and source ``unknown``.
     """
-    from ..capture import pricing
+    from .. import pricing
     from ..events import Usage
     from ..errors import UnknownModelWarning
 
     def build() -> pd.DataFrame:
-        return run_query(run, _recompute_sql, (*C.RECOMPUTED_COST, C.Column("priced_model", pa.string(), ""),
+        return run_query(run, recompute_sql, (*C.RECOMPUTED_COST, C.Column("priced_model", pa.string(), ""),
                                                C.Column("reasoning_tokens", pa.int64(), "")))
     base = _frame(run, "recompute_base", build)
     usd: list[float | None] = []

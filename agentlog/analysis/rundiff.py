@@ -34,11 +34,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..accessors import Extensible
 from ..chain import GENESIS
+from ..events import SPAN_STARTED, LLMRequest, LLMResponse, SpanStarted, ToolCall
 from . import columns as C
 from ._duck import query
 from .align import align
-from .tables import duration_ms, event_table
+from .queries import field
+from .tables import event_table, summary
 
 if TYPE_CHECKING:
     from ..fold.patch import Patch
@@ -49,9 +52,15 @@ __all__ = ["IGNORED", "RunDiff", "diff"]
 #: Payload fields left out when deciding whether two aligned events are the same: they record
 #: how an event came about, not what it says (the idempotency key and span ids derive from
 #: seqs, which shift when a fork inserts ``fork.started``).
-IGNORED: Final = frozenset({"idempotency_key", "served_from_seq", "cache_hit", "cost_source"})
+IGNORED: Final = frozenset({ToolCall.K.idempotency_key, LLMResponse.K.served_from_seq,
+                            LLMResponse.K.cache_hit, LLMResponse.K.cost_source})
 #: Per type, more such fields.
-IGNORED_BY_TYPE: Final = {"span.started": frozenset({"parent"})}
+IGNORED_BY_TYPE: Final = {SPAN_STARTED: frozenset({SpanStarted.K.parent})}
+#: The payload fields that name an event in its signature, first found first: a span's or
+#: tool's ``name``, else a call's cache ``key``, else a response's ``id``.
+_NAMED_BY: Final = (field(ToolCall, ToolCall.K.name), field(ToolCall, ToolCall.K.key),
+                    field(LLMResponse, LLMResponse.K.id))
+_KEY: Final = LLMRequest.K.key
 
 _SUMMARY_OPS: Final = 2
 _STATUSES: Final = ("matched", "changed", "only_a", "only_b")
@@ -104,11 +113,8 @@ def _shared_prefix(a: Run, b: Run, ta: pa.Table, tb: pa.Table) -> tuple[int, str
     return known + rest, how
 
 
-_SIG_SQL: Final = """
-SELECT seq, type, actor,
-       coalesce(json_extract_string(payload, '$.name'), json_extract_string(payload, '$.key'),
-                json_extract_string(payload, '$.id')) AS name,
-       payload
+_SIG_SQL: Final = f"""
+SELECT seq, type, actor, coalesce({", ".join(_NAMED_BY)}) AS name, payload
 FROM t ORDER BY seq
 """
 
@@ -130,7 +136,7 @@ def _change_summary(type_: str, pa_: str, pb: str) -> str:
     from ..fold import diff_states, freeze
     changes = diff_states(freeze(_content(type_, pa_)), freeze(_content(type_, pb))).changes
     if len(changes) > 1:  # a request's key changes with anything else in it: say what else did
-        changes = tuple(c for c in changes if c.op.get("path") != "/key")
+        changes = tuple(c for c in changes if c.op.get("path") != f"/{_KEY}")
     from ..fold.patch import Patch
     ops = changes
     lines = str(Patch(changes[:_SUMMARY_OPS])).splitlines()
@@ -142,30 +148,25 @@ def _describe(type_: str, payload: str) -> str:
     from ..fold.values import short
     value = _content(type_, payload)
     if isinstance(value, dict):
-        value = {k: v for k, v in value.items() if k != "key"}
+        value = {k: v for k, v in value.items() if k != _KEY}
     return short(value, 100)
 
 
-def _usage(table: pa.Table, fork_seq: int | None) -> dict[str, float]:
-    types = table.column("type").cast(pa.string())
-
-    def total(name: str) -> float:
-        return float(pc.sum(table.column(name)).as_py() or 0)
-
-    n = table.num_rows
-    return {
-        "events": float(n),
-        "llm_calls": float(pc.sum(pc.equal(types, "llm.response")).as_py() or 0),
-        "tool_calls": float(pc.sum(pc.equal(types, "tool.result")).as_py() or 0),
-        "input_tokens": total("input_tokens"), "output_tokens": total("output_tokens"),
-        "cached_tokens": total("cached_tokens"), "cost_usd": total("cost_usd"),
-        "cost_unknown_calls": float(pc.sum(pc.and_(pc.equal(types, "llm.response"),
-                                                   pc.is_null(table.column("cost_usd")))).as_py() or 0),
-        "duration_ms": duration_ms(table, fork_seq) or 0.0,
-    }
+#: The metrics of :attr:`RunDiff.usage`: columns of ``run.summary()``.
+USAGE_METRICS: Final = ("events", "llm_calls", "tool_calls", "input_tokens", "output_tokens",
+                        "cached_tokens", "cost_usd", "cost_unknown_calls", "duration_ms")
 
 
-class RunDiff:
+def _usage(run: Run) -> pd.Series:
+    """The run's :data:`USAGE_METRICS` from ``run.summary()`` (one engine for every cost):
+    nullable floats, the cost <NA> when every cost is unknown."""
+    row = summary(run).iloc[0]
+    values = [row[m] for m in USAGE_METRICS]
+    return pd.Series(pd.array([None if pd.isna(v) else float(v) for v in values], dtype="Float64"),
+                     index=list(USAGE_METRICS))
+
+
+class RunDiff(Extensible):
     """How two runs differ; made by :func:`diff`. See the module docstring for the method.
 
     Attributes:
@@ -175,6 +176,8 @@ class RunDiff:
         prefix_from: ``lineage`` (fork records, confirmed by hash) or ``hash`` (compared).
         counts: aligned events after the prefix, per status.
     """
+
+    _accessor_owner = "RunDiff"
 
     def __init__(self, a: Run, b: Run, *, prefix: int, prefix_from: str, rows: pa.Table,
                  usage: pd.DataFrame, reducers: Any = None,
@@ -305,8 +308,9 @@ class RunDiff:
         lines.append(f"after it: {c['matched']} matched, {c['changed']} changed, "
                      f"{c['only_a']} only in a, {c['only_b']} only in b")
         d = self._usage["delta"]
+        cost = "cost unknown" if pd.isna(d["cost_usd"]) else f"${d['cost_usd']:+,.6f}"
         lines.append(f"usage b - a: {d['input_tokens']:+,.0f} input tokens, "
-                     f"{d['output_tokens']:+,.0f} output tokens, ${d['cost_usd']:+,.6f}, "
+                     f"{d['output_tokens']:+,.0f} output tokens, {cost}, "
                      f"{d['llm_calls']:+,.0f} llm calls, {d['tool_calls']:+,.0f} tool calls")
         cols = self.columns("status", "seq_a", "seq_b", "type")
         shown = [i for i, status in enumerate(cols["status"]) if status != "matched"][:20]
@@ -320,9 +324,8 @@ class RunDiff:
             lines.append(f"  … {hidden:,} more")
         return "\n".join(lines)
 
-    def _repr_html_(self) -> str | None:
-        from ..widgets.html import diff_repr
-        return diff_repr(self)
+    if TYPE_CHECKING:  # pragma: no cover - registered from above (agentlog.widgets.html)
+        def _repr_html_(self) -> str | None: ...
 
 
 def _no_provenance(value: Any) -> Any:
@@ -383,8 +386,7 @@ def diff(run_a: Run, run_b: Run, *, reducers: Any = None) -> RunDiff:
                      "seq_b": pa.array(seq_b, pa.int64()), "type": pa.array(types, pa.string()),
                      "actor": pa.array(actors, pa.string()), "name": pa.array(names, pa.string()),
                      "summary": pa.array(summaries, pa.string())})
-    ua, ub = _usage(ta, run_a.fork_seq), _usage(tb, run_b.fork_seq)
-    usage = pd.DataFrame({"a": ua, "b": ub})
+    usage = pd.DataFrame({"a": _usage(run_a), "b": _usage(run_b)})
     usage["delta"] = usage["b"] - usage["a"]
     usage.index.name = "metric"
     return RunDiff(run_a, run_b, prefix=prefix, prefix_from=how, rows=rows, usage=usage,

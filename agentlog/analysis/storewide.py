@@ -41,15 +41,15 @@ import pyarrow.compute as pc
 from ..errors import CorruptSegmentError
 from . import columns as C
 from .cost import RUN_COST_KEYS, check_keys
-from .queries import UNKNOWN_COST, cost_sql, llm_calls_sql, spans_sql, tool_calls_sql
-from .tables import tags_text
+from .queries import cost_sql, llm_calls_sql, runs_sql, spans_sql, tool_calls_sql
+from .tables import meta_row, meta_table
 
 if TYPE_CHECKING:
-    import duckdb
+    from duckdb import DuckDBPyConnection
 
     from ..store.store import Store
 
-__all__ = ["StoreSnapshot", "connect", "cost", "events", "runs", "scan", "sql"]
+__all__ = ["StoreSnapshot", "connect", "cost", "duckdb", "events", "runs", "scan", "sql"]
 
 _EVENT_COLUMNS: Final = tuple(c.name for c in C.EVENTS)
 _SELECT: Final = ", ".join(["run_id", *(f'"{c}"' for c in _EVENT_COLUMNS)])
@@ -102,12 +102,7 @@ class StoreSnapshot:
 
     def meta_table(self) -> pa.Table:
         """The ``run.json`` facts, one row per run, with ``ord`` (the listing order)."""
-        names = ("run_id", "name", "status", "created", "tags", "parent", "fork_seq")
-        types = (pa.string(), pa.string(), pa.string(), pa.timestamp("us", tz="UTC"), pa.string(),
-                 pa.string(), pa.int64())
-        data = {n: pa.array([m[n] for m in self.metas], t) for n, t in zip(names, types, strict=True)}
-        data["ord"] = pa.array(range(len(self.metas)), pa.int64())
-        return pa.table(data)
+        return meta_table(self.metas)
 
 
 def scan(store: Store) -> StoreSnapshot:
@@ -128,13 +123,7 @@ def scan(store: Store) -> StoreSnapshot:
             # listed, never skipped: `agentlog verify` says what is wrong, `agentlog repair` mends it
             readable = False
             meta = {"status": "damaged" if isinstance(exc, RunDamagedError) else "unreadable"}
-        parent = meta.get("parent") or {}
-        snap.metas.append({
-            "run_id": run_id, "name": meta.get("name"), "status": str(meta.get("status", "open")),
-            "created": pd.Timestamp(meta["created"]) if meta.get("created") else None,
-            "tags": tags_text(meta), "parent": parent.get("run_id"),
-            "fork_seq": None if not parent else int(parent["seq"]),
-        })
+        snap.metas.append(meta_row(run_id, meta))
         if (run_dir / "wal.jsonl").exists():
             if readable:
                 held = store.run(run_id, exact=True)._snapshot()
@@ -155,42 +144,7 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _runs_sql() -> str:
-    return f"""
-WITH agg AS (
-    SELECT e.run_id, count(*) AS events,
-           count(*) FILTER (WHERE stored_in = e.run_id) AS own_events,
-           count(*) FILTER (WHERE type = 'span.started') AS spans,
-           count(*) FILTER (WHERE type = 'llm.response') AS llm_calls,
-           count(*) FILTER (WHERE type = 'tool.result') AS tool_calls,
-           min(ts) AS started, max(ts) AS ended,
-           -- first to last event, less the pause between a fork's cut and its first own event
-           (epoch_us(max(ts)) - epoch_us(min(ts))
-            - coalesce(greatest(0, epoch_us(max(ts) FILTER (WHERE seq = m.fork_seq + 1))
-                                   - epoch_us(max(ts) FILTER (WHERE seq = m.fork_seq))), 0)
-           ) / 1000.0 AS duration_ms,
-           CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS input_tokens,
-           CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS output_tokens,
-           CAST(coalesce(sum(cached_tokens), 0) AS BIGINT) AS cached_tokens,
-           coalesce(sum(cost_usd), 0.0) AS cost_usd,
-           count(*) FILTER (WHERE {UNKNOWN_COST}) AS cost_unknown_calls,
-           coalesce(sum(cost_usd) FILTER (WHERE stored_in = e.run_id), 0.0) AS own_cost_usd
-    FROM run_events e JOIN _agentlog_meta m ON m.run_id = e.run_id GROUP BY e.run_id
-)
-SELECT m.run_id, m.name, m.status, m.created, m.tags, m.parent, m.fork_seq,
-       coalesce(a.events, 0) AS events, coalesce(a.own_events, 0) AS own_events,
-       coalesce(a.spans, 0) AS spans, coalesce(a.llm_calls, 0) AS llm_calls,
-       coalesce(a.tool_calls, 0) AS tool_calls, a.started, a.ended, a.duration_ms,
-       coalesce(a.input_tokens, 0) AS input_tokens, coalesce(a.output_tokens, 0) AS output_tokens,
-       coalesce(a.cached_tokens, 0) AS cached_tokens, coalesce(a.cost_usd, 0.0) AS cost_usd,
-       coalesce(a.cost_unknown_calls, 0) AS cost_unknown_calls,
-       coalesce(a.own_cost_usd, 0.0) AS own_cost_usd, 'not checked' AS verified
-FROM _agentlog_meta m LEFT JOIN agg a ON a.run_id = m.run_id
-ORDER BY m.ord
-"""
-
-
-def connect(store: Store, snapshot: StoreSnapshot | None = None) -> duckdb.DuckDBPyConnection:
+def connect(store: Store, snapshot: StoreSnapshot | None = None) -> DuckDBPyConnection:
     """A new DuckDB connection with the views of the module docstring (UTC session).
 
     The caller owns it: close it when done (or use it as a context manager).
@@ -214,7 +168,7 @@ def connect(store: Store, snapshot: StoreSnapshot | None = None) -> duckdb.DuckD
             SELECT l.run_id, e.* EXCLUDE (run_id), e.run_id AS stored_in
             FROM _agentlog_lineage l JOIN events e
               ON e.run_id = l.stored_in AND e.seq BETWEEN l.lo AND l.hi""")
-        con.execute(f"CREATE VIEW runs AS {_runs_sql()}")
+        con.execute(f"CREATE VIEW runs AS {runs_sql('run_events', '_agentlog_meta')}")
         con.execute(f"CREATE VIEW spans AS {spans_sql('run_events')}")
         con.execute(f"CREATE VIEW llm_calls AS {llm_calls_sql('run_events')}")
         con.execute(f"CREATE VIEW tool_calls AS {tool_calls_sql('run_events')}")
@@ -285,7 +239,7 @@ def _damaged_segment(store: Store) -> str | None:
     return None
 
 
-def _arrow(con: duckdb.DuckDBPyConnection, query: str, store: Store | None = None) -> pa.Table:
+def _arrow(con: DuckDBPyConnection, query: str, store: Store | None = None) -> pa.Table:
     """``query``'s result as a pyarrow Table (see :func:`_unreadable_segment` for errors)."""
     try:
         return con.sql(query).to_arrow_table()
@@ -296,7 +250,14 @@ def _arrow(con: duckdb.DuckDBPyConnection, query: str, store: Store | None = Non
 
 
 def sql(store: Store, query: str) -> pd.DataFrame:
-    """Run ``query`` over the views of :func:`connect` and return a DataFrame."""
+    """Run a DuckDB query over the views ``events`` (stored events with ``run_id``),
+    ``run_events`` (every run as read, fork prefixes stitched), ``runs``, ``spans``,
+    ``llm_calls`` and ``tool_calls`` (see the module docstring) and return a DataFrame.
+
+    >>> import tempfile, agentlog as al
+    >>> al.Store(tempfile.mkdtemp()).sql("select count(*) as n from events")["n"].tolist()
+    [0]
+    """
     con = connect(store)
     try:
         return C.arrow_to_frame(_arrow(con, query, store))
@@ -304,9 +265,17 @@ def sql(store: Store, query: str) -> pd.DataFrame:
         con.close()
 
 
+def duckdb(store: Store) -> DuckDBPyConnection:
+    """A DuckDB connection with the views of :func:`sql`, over a snapshot of the store taken
+    now. Close it when done (or use it in a ``with`` block)."""
+    return connect(store)
+
+
 def runs(store: Store, *, verify: bool = False) -> pd.DataFrame:
-    """One row per run, in ``store.list_runs()`` order (see
-    :data:`~agentlog.analysis.columns.RUNS`).
+    """One row per run, in ``store.list_runs()`` order: id, name, status, created, tags,
+    parent, fork_seq, events, own_events, spans, llm/tool calls, started, ended,
+    duration_ms, tokens, cost_usd, cost_unknown_calls, own_cost_usd, verified (the columns of
+    ``run.summary()``; see :data:`~agentlog.analysis.columns.RUNS`).
 
     Args:
         store: the store.

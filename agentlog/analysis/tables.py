@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import threading
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from . import columns as C
 from ._duck import query
-from .queries import UNKNOWN_COST, USAGE_ROWS, llm_calls_sql, tool_calls_sql
+from .queries import llm_calls_sql, runs_sql, tokens_over_time_sql, tool_calls_sql
 
 if TYPE_CHECKING:
     from ..store.run import Run
@@ -127,24 +127,10 @@ def tool_calls(run: Run) -> pd.DataFrame:
     return _frame(run, "tool_calls", lambda: run_query(run, tool_calls_sql, C.TOOL_CALLS))
 
 
-def _tokens_sql(src: str) -> str:
-    window = "OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING)"
-    return f"""
-SELECT seq, ts, type, model, input_tokens, output_tokens, cached_tokens, cost_usd,
-       CAST(sum(coalesce(input_tokens, 0)) {window} AS BIGINT) AS cum_input_tokens,
-       CAST(sum(coalesce(output_tokens, 0)) {window} AS BIGINT) AS cum_output_tokens,
-       CAST(sum(coalesce(cached_tokens, 0)) {window} AS BIGINT) AS cum_cached_tokens,
-       sum(coalesce(cost_usd, 0.0)) {window} AS cum_cost_usd,
-       CAST(sum(CASE WHEN {UNKNOWN_COST} THEN 1 ELSE 0 END) {window} AS BIGINT) AS cum_cost_unknown_calls
-FROM {src} WHERE {USAGE_ROWS}
-ORDER BY seq
-"""
-
-
 def tokens_over_time(run: Run) -> pd.DataFrame:
     """Running totals of tokens and cost at each usage event (see
     :data:`~agentlog.analysis.columns.TOKENS_OVER_TIME`)."""
-    return _frame(run, "tokens", lambda: run_query(run, _tokens_sql, C.TOKENS_OVER_TIME))
+    return _frame(run, "tokens", lambda: run_query(run, tokens_over_time_sql, C.TOKENS_OVER_TIME))
 
 
 # --- summary -----------------------------------------------------------------------------------
@@ -159,7 +145,7 @@ def verified_state(run: Run) -> str:
     return "ok" if report.ok else "not ok"
 
 
-def tags_text(meta: dict[str, Any]) -> str:
+def tags_text(meta: Mapping[str, Any]) -> str:
     """A run's tags as compact JSON text (the ``tags`` column)."""
     return json.dumps(meta.get("tags"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -179,52 +165,40 @@ def summary(run: Run, *, verify: bool = False) -> pd.DataFrame:
     return C.to_frame({k: [v] for k, v in row.items()}, C.RUNS)
 
 
-def _sum(table: pa.Table, name: str) -> Any:
-    value = pc.sum(table.column(name)).as_py()
-    return 0 if value is None else value
+def meta_row(run_id: str, meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``run.json`` facts of a run's row in ``run.summary()`` and ``store.runs()``."""
+    parent = meta.get("parent") or {}
+    return {"run_id": run_id, "name": meta.get("name"), "status": str(meta.get("status", "open")),
+            "created": pd.Timestamp(meta["created"]) if meta.get("created") else None,
+            "tags": tags_text(meta), "parent": parent.get("run_id"),
+            "fork_seq": None if not parent else int(parent["seq"])}
 
 
-def duration_ms(table: pa.Table, fork_seq: int | None = None) -> float | None:
-    """First to last event, in ms, less the pause between a fork's cut and its own first event:
-    a fork is made later (maybe months later), and that time is not the run's.
-
-    ``None`` for a run with no events.
-    """
-    n = table.num_rows
-    if not n:
-        return None
-    ts = table.column("ts").cast(pa.int64())
-    total = pc.max(ts).as_py() - pc.min(ts).as_py()
-    if fork_seq is not None and 0 <= fork_seq < n - 1:
-        total -= max(0, ts[fork_seq + 1].as_py() - ts[fork_seq].as_py())
-    return float(total) / 1000.0
+def meta_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """:func:`meta_row` rows as the table :func:`~agentlog.analysis.queries.runs_sql` joins,
+    with ``ord``, the listing order."""
+    names = ("run_id", "name", "status", "created", "tags", "parent", "fork_seq")
+    types = (pa.string(), pa.string(), pa.string(), pa.timestamp("us", tz="UTC"), pa.string(),
+             pa.string(), pa.int64())
+    data = {n: pa.array([m[n] for m in rows], t) for n, t in zip(names, types, strict=True)}
+    data["ord"] = pa.array(range(len(rows)), pa.int64())
+    return pa.table(data)
 
 
 def _summary_row(run: Run) -> dict[str, Any]:
-    table = event_table(run)
-    meta = run.meta
-    types = table.column("type").cast(pa.string())
-    n = table.num_rows
-    ts = table.column("ts")
-    started, ended = (pc.min(ts).as_py(), pc.max(ts).as_py()) if n else (None, None)
+    """The run's row of :func:`~agentlog.analysis.queries.runs_sql`: the SQL of ``store.runs()``
+    over this run's events, a fork's prefix marked as stored in its parent."""
+    source = event_source(run)
+    own = run.run_id
     fork_seq = run.fork_seq
-    own = table if fork_seq is None else table.slice(fork_seq + 1)
-    parent = meta.get("parent") or {}
-    llm = pc.equal(types, "llm.response")
-    unknown = pc.and_(llm, pc.is_null(table.column("cost_usd")))
-    return {
-        "run_id": run.id, "name": run.name, "status": run.status,
-        "created": pd.Timestamp(meta["created"]) if meta.get("created") else None,
-        "tags": tags_text(meta),
-        "parent": parent.get("run_id"), "fork_seq": fork_seq,
-        "events": n, "own_events": own.num_rows,
-        "spans": pc.sum(pc.equal(types, "span.started")).as_py() or 0,
-        "llm_calls": pc.sum(llm).as_py() or 0,
-        "tool_calls": pc.sum(pc.equal(types, "tool.result")).as_py() or 0,
-        "started": started, "ended": ended,
-        "duration_ms": duration_ms(table, fork_seq),
-        "input_tokens": _sum(table, "input_tokens"), "output_tokens": _sum(table, "output_tokens"),
-        "cached_tokens": _sum(table, "cached_tokens"), "cost_usd": float(_sum(table, "cost_usd")),
-        "cost_unknown_calls": pc.sum(unknown).as_py() or 0,
-        "own_cost_usd": float(_sum(own, "cost_usd")),
-    }
+    if fork_seq is None:
+        stored_in = pa.array([own] * source.num_rows, pa.string())
+    else:
+        parent = str((run.meta.get("parent") or {}).get("run_id"))
+        mine = pc.greater(source.column("seq"), fork_seq)
+        stored_in = pc.if_else(mine, pa.scalar(own), pa.scalar(parent))
+    events = source.append_column("stored_in", stored_in)
+    meta = meta_table([meta_row(own, run.meta)])
+    table = query(runs_sql("ev", "meta"), {"ev": events, "meta": meta})
+    row: dict[str, Any] = table.to_pylist()[0]
+    return row

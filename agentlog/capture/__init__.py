@@ -1,5 +1,5 @@
 """The recorder layer: what a program does, written to the log as it happens.
 
-Submodules are imported on use (``agentlog.capture.pricing``, ``agentlog.capture.providers``, ...),
+Submodules are imported on use (``agentlog.capture.providers``, ``agentlog.capture.transport``, ...),
 so importing this package pulls in nothing heavy.
 """

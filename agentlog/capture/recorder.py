@@ -37,6 +37,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from .. import pricing
 from ..errors import RecordError, ReplayMissError, ToolError
 from ..events import (
     ERROR,
@@ -59,7 +60,6 @@ from ..events import (
 )
 from ..keys import canonical_request, llm_key, tool_key
 from ..redact import Redactor
-from . import pricing
 from .effects import Live, Steps, arun, run
 from .providers import LLMResult, normalize
 from .sinks import Interrupted, Sink

@@ -5,7 +5,7 @@ Any SDK built on httpx (OpenAI, Anthropic, most others) is recorded by handing i
 >>> import agentlog as al, httpx, tempfile
 >>> server = httpx.MockTransport(lambda request: httpx.Response(200, json={"up": True}))
 >>> def program(rec):
-...     client = al.http.client(rec, transport=server)
+...     client = al.transport.client(rec, transport=server)
 ...     return client.get("https://example.com/status?api_key=sk-123",
 ...                       headers={"Authorization": "Bearer sk-123"}).json()
 >>> run = al.record(program, store=tempfile.mkdtemp(), name="status")

@@ -39,7 +39,7 @@ def runs_table(frame: pd.DataFrame) -> pd.DataFrame:
     """The columns of ``agentlog ls`` from ``store.runs()``: short, formatted for people."""
     import pandas as pd
 
-    from ..widgets.html import cut, fmt_usd
+    from ..widgets.html import cut, fmt_cost
 
     def fork(row: Mapping[str, Any]) -> str:
         return "" if pd.isna(row["parent"]) else f"{row['parent']}@{row['fork_seq']}"
@@ -53,8 +53,9 @@ def runs_table(frame: pd.DataFrame) -> pd.DataFrame:
         "llm": frame["llm_calls"].astype("int64"),
         "tools": frame["tool_calls"].astype("int64"),
         "tokens": (frame["input_tokens"] + frame["output_tokens"]).astype("int64"),
-        "cost": [fmt_usd(r["cost_usd"]) for r in records],       # its whole history
-        "paid": [fmt_usd(r["own_cost_usd"]) for r in records],   # its own events: a fork's prefix was paid by its parent
+        # its whole history, and its own events (a fork's prefix was paid by its parent)
+        "cost": [fmt_cost(r["cost_usd"], r["cost_unknown_calls"]) for r in records],
+        "paid": [fmt_cost(r["own_cost_usd"], r["own_cost_unknown_calls"]) for r in records],
         "forked from": [fork(r) for r in records],
         "created": [r["created"].strftime("%Y-%m-%d %H:%M") if not pd.isna(r["created"]) else ""
                     for r in records],
@@ -260,6 +261,8 @@ def diff_command(run_a: str, run_b: str, limit: int, as_json: bool) -> None:
 
     Exits 0 if the runs hold the same events, 1 if they differ.
     """
+    import pandas as pd
+
     from ..analysis.rundiff import diff
 
     store = options.store()
@@ -268,7 +271,7 @@ def diff_command(run_a: str, run_b: str, limit: int, as_json: bool) -> None:
     if as_json:
         echo_json({"a": a.id, "b": b.id, "same": d.same, "prefix": d.prefix,
                    "prefix_from": d.prefix_from, "divergence": d.divergence, "counts": d.counts,
-                   "usage": {str(m): {k: float(v) for k, v in row.items()}
+                   "usage": {str(m): {k: None if pd.isna(v) else float(v) for k, v in row.items()}
                              for m, row in d.usage.iterrows()},
                    "rows": frame_records(d.table())})
     else:
@@ -317,10 +320,22 @@ _STORE_KEYS = ("run", *_RUN_KEYS)
 
 
 def _cost_text(frame: pd.DataFrame) -> pd.DataFrame:
-    from ..widgets.html import fmt_usd
+    """A cost table for people: dollars as text, an unknown cost as ``unknown`` (never $0)."""
+    from ..widgets.html import fmt_cost
     out = frame.copy()
-    out["cost_usd"] = [fmt_usd(v) for v in frame["cost_usd"]]
+    out["cost_usd"] = [fmt_cost(v) for v in frame["cost_usd"]]
     return out.rename(columns={"cost_unknown_calls": "unknown_cost"})
+
+
+def cost_total(frame: pd.DataFrame) -> str:
+    """The total line under a cost table: calls, tokens, the known cost and ``+ N unknown``."""
+    from ..widgets.html import fmt_cost
+    total = frame.sum(numeric_only=True)  # sum() leaves unknown (<NA>) costs out
+    unknown = int(total["cost_unknown_calls"])
+    known = frame["cost_usd"].notna().any() or not unknown
+    return (f"total: {int(total['llm_calls']):,} model calls, {int(total['tool_calls']):,} tool "
+            f"calls, {int(total['input_tokens']):,} input + {int(total['output_tokens']):,} output "
+            f"tokens, {fmt_cost(total['cost_usd'] if known else None, unknown)}")
 
 
 @cli.command("cost")
@@ -334,8 +349,6 @@ def cost_command(runs: Sequence[str], by: str, as_json: bool) -> None:
     Over the store, each run counts its own events (a fork's prefix was paid by its parent);
     a RUN counts all its events, its parent's prefix included.
     """
-    from ..widgets.html import fmt_usd
-
     keys = [k.strip() for k in by.split(",") if k.strip()]
     bad = [k for k in keys if k not in _STORE_KEYS]
     if not keys or bad:
@@ -349,12 +362,7 @@ def cost_command(runs: Sequence[str], by: str, as_json: bool) -> None:
         return
     echo_table(_cost_text(frame), empty=f"no usage in {env_store_path()}")
     if not frame.empty:
-        total = frame.sum(numeric_only=True)
-        click.echo(f"total: {int(total['llm_calls']):,} model calls, {int(total['tool_calls']):,} tool "
-                   f"calls, {int(total['input_tokens']):,} input + {int(total['output_tokens']):,} output "
-                   f"tokens, {fmt_usd(total['cost_usd'])}"
-                   + (f" + {int(total['cost_unknown_calls']):,} calls of unknown cost"
-                      if total["cost_unknown_calls"] else ""))
+        click.echo(cost_total(frame))
 
 
 def _runs_cost(runs: Sequence[Run], keys: Sequence[str]) -> pd.DataFrame:
@@ -365,10 +373,7 @@ def _runs_cost(runs: Sequence[Run], keys: Sequence[str]) -> pd.DataFrame:
     per_run = [k for k in keys if k != "run"]
     frames = []
     for r in runs:
-        part = r.cost(by=per_run or ["model"])
-        if not per_run:  # the run is the only key: one row, the sum of its models
-            totals = part.drop(columns="model")
-            part = pd.DataFrame({c: [totals[c].sum()] for c in totals}).astype(totals.dtypes.to_dict())
+        part = r.cost(by=per_run)  # by=(): the run is the only key, one row of totals
         part.insert(0, "run_id", r.id)
         frames.append(part)
     frame = pd.concat(frames, ignore_index=True)

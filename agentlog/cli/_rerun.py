@@ -84,6 +84,8 @@ def fork_command(run: str, at: int, spec: str, edit_file: str | None, name: str 
     made are served from its log, new ones go out live. Prints the new run and where it
     leaves its parent.
     """
+    import pandas as pd
+
     from ..analysis.rundiff import diff
     from ..capture.fork import fork
     from ..errors import RunExistsError
@@ -118,6 +120,6 @@ def fork_command(run: str, at: int, spec: str, edit_file: str | None, name: str 
         click.echo(f"first divergence at seq {d.divergence}: {c['changed']:,} changed, "
                    f"{c['only_a']:,} only in {r.id}, {c['only_b']:,} only in the fork; usage "
                    f"{u['input_tokens']:+,.0f} input / {u['output_tokens']:+,.0f} output tokens, "
-                   f"${u['cost_usd']:+,.6f}")
+                   + ("cost unknown" if pd.isna(u["cost_usd"]) else f"${u['cost_usd']:+,.6f}"))
     click.echo(f"see: agentlog diff {r.id} {new.id}" + (f" --store {options.store_path}"
                                                         if options.store_path else ""))

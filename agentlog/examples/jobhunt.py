@@ -1,7 +1,7 @@
 """A job hunt: scan the same career pages again and again, score what is new, apply.
 
 Three times, the agent fetches three career pages through the recorded HTTP transport
-(``al.http.client(rec, transport=httpx.MockTransport(...))``; the pages are large, as career
+(``al.transport.client(rec, transport=httpx.MockTransport(...))``; the pages are large, as career
 pages are, with their inline styles and scripts). Each page body becomes a blob, and a page
 fetched again with the same content adds nothing to the store: nine fetches, four blobs (one
 board posts a new opening before the third scan). New postings go to the model for scoring

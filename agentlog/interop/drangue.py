@@ -223,7 +223,7 @@ class _Mapper:
                           result=finite(p.get("content")), duration_ms=duration)
 
     def _decision(self, seq: int, e: SourceEvent, ts: int) -> LLMResponse:
-        from ..capture import pricing
+        from .. import pricing
         from ..capture.providers import normalize_usage
 
         p = e.payload

@@ -356,7 +356,7 @@ def export_otlp(run: Run, *, service_name: str = "agentlog") -> dict[str, Any]:
 
 
 def _export(run: Run, service_name: str) -> dict[str, Any]:
-    from .. import __version__
+    from .._version import __version__
 
     spans, loose, first, last, failed = _collect(run.iter_events())
     trace_id = trace_id_of(run.id)

@@ -61,7 +61,7 @@ The source's own data is kept where the vocabulary has a place for it: every att
 :attr:`SpanStarted.attributes`, the ids in :attr:`SpanStarted.otel`. Token counts that break
 ``cached ≤ input`` are read as counted apart from the cache (Anthropic's way) and added up.
 
-Pure, but for the price catalog (:mod:`agentlog.capture.pricing`).
+Pure, but for the price catalog (:mod:`agentlog.pricing`).
 """
 
 from __future__ import annotations
@@ -380,7 +380,7 @@ def _usage(a: Mapping[str, Any]) -> Usage | None:
 
 
 def _cost(a: Mapping[str, Any], model: Any, usage: Usage | None, span: OtelSpan) -> tuple[float | None, Any]:
-    from ..capture import pricing
+    from .. import pricing
 
     given = _number(_first(a, sc.AL_COST, sc.OI_COST_TOTAL))
     said = a.get(sc.AL_COST_SOURCE)

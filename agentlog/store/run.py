@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 import pyarrow as pa
 
+from ..accessors import Extensible
 from ..chain import GENESIS
 from ..errors import CorruptEventError, EventNotFoundError, EventSchemaError
 from ..events import STATE_PATCH, BlobRef, Event, lift, registry
@@ -28,6 +29,7 @@ from .snapshot import SegmentCache, Snapshot, load_snapshot
 from .wal import TornWALWarning
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
     from datetime import datetime
 
     import pandas as pd
@@ -44,16 +46,23 @@ _LONG_DIGITS = re.compile(r"\d{19}")
 _LIFTED = frozenset(registry())
 
 
-class Run:
+class Run(Extensible):
     """A run in a store, for reading. Get one with ``store.run(id)`` or ``al.open(path)``.
 
     Reading takes a snapshot on first use; a run that is still being written shows the
     events written so far, and :meth:`refresh` takes a new snapshot.
+
+    Its tables (``run.events``, ``run.cost()``, ...) come from :mod:`agentlog.analysis` and its
+    views (``run.waterfall()``, ...) from :mod:`agentlog.widgets`, attached from above
+    (:mod:`agentlog.accessors`): ``dir(run)`` lists them and ``help(run.cost)`` documents them.
     """
+
+    _accessor_owner = "Run"
 
     def __init__(self, store: Store, run_id: str, path: Path, meta: dict[str, Any]) -> None:
         self.store = store
-        self.id = run_id
+        self.run_id = run_id
+        """The run's id (the ``run_id`` column of every table)."""
         self.path = path
         self.meta = meta
         self._cache = SegmentCache()
@@ -63,6 +72,11 @@ class Run:
         self._last_verify: VerifyReport | None = None  # shown by summary() and the notebook card
 
     # --- what it is -------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The run's id: an alias of :attr:`run_id`."""
+        return self.run_id
 
     @property
     def name(self) -> str | None:
@@ -324,126 +338,33 @@ class Run:
         from ..fold import check_determinism
         return check_determinism(self, reducers)
 
-    # --- analysis: pandas tables (agentlog.analysis, imported on first use) -----------------
-    # Column names and dtypes of every table: agentlog.analysis.columns.
+    # --- tables and views: attached from the layers above (agentlog.accessors) -----------------
+    # agentlog/__init__.py registers run.events, spans(), llm_calls(), tool_calls(), cost(),
+    # tokens_over_time(), summary(), recompute_cost(), events_expanded() (agentlog.analysis)
+    # and waterfall(), scrub(), fork_panel(), diff_view(), cost_dashboard(), show(),
+    # _repr_html_() (agentlog.widgets); Extensible.__getattr__ imports them on first use.
+    # The stubs below are what type checkers see; tests/test_layers.py checks that they match
+    # the registered functions.
 
-    @property
-    def events(self) -> pd.DataFrame:
-        """One row per event, in seq order (a fork's parent prefix included).
-
-        Columns: seq, type, actor, caused_by, span_id, ts (datetime64[us, UTC]), model,
-        input_tokens, output_tokens, cached_tokens, cost_usd, duration_ms, hash, payload
-        (canonical JSON text); Arrow-backed (see ``agentlog.analysis.columns.EVENTS``).
-        """
-        from ..analysis.tables import events
-        return events(self)
-
-    def events_expanded(self, types: str | Iterable[str] | None = None) -> pd.DataFrame:
-        """The events of ``types`` (all if ``None``) with their payload fields as columns
-        (nested fields as dotted paths), after seq, type, actor, caused_by, span_id, ts."""
-        from ..analysis.tables import events_expanded
-        return events_expanded(self, types)
-
-    def spans(self) -> pd.DataFrame:
-        """The span tree, one row per span in start order.
-
-        Columns: span_id, parent, name, kind, depth, start, end, duration_ms, self_ms,
-        status (ok / error / open), error, events, start_seq, end_seq, model, input_tokens,
-        output_tokens, cached_tokens, cost_usd, cost_unknown_calls and their roll-ups over the
-        span's descendants, total_* (see ``agentlog.analysis.columns.SPANS``).
-        """
-        from ..analysis.spans import spans
-        return spans(self)
-
-    def llm_calls(self) -> pd.DataFrame:
-        """One row per model answer (or failed model call).
-
-        Columns: seq, request_seq, ts, span_id, actor, model, input_tokens, output_tokens,
-        cached_tokens, cost_usd, cost_source, latency_ms, duration_ms, cache_hit, source
-        (live / log / edit), served_from_seq, finish_reason, error, prompt_preview,
-        response_preview (see ``agentlog.analysis.columns.LLM_CALLS``).
-        """
-        from ..analysis.tables import llm_calls
-        return llm_calls(self)
-
-    def tool_calls(self) -> pd.DataFrame:
-        """One row per tool result.
-
-        Columns: seq, call_seq, ts, span_id, actor, name, args_preview, result_preview, error,
-        duration_ms, latency_ms, source (live / log / edit), served_from_seq (see
-        ``agentlog.analysis.columns.TOOL_CALLS``).
-        """
-        from ..analysis.tables import tool_calls
-        return tool_calls(self)
-
-    def cost(self, by: str | Sequence[str] = ("model",), *, own: bool = False) -> pd.DataFrame:
-        """Tokens, calls and cost summed by ``model``, ``actor``, ``span``, ``kind``, ``type``
-        and/or ``day``.
-
-        Columns: the keys, then calls, llm_calls, tool_calls, input_tokens, output_tokens,
-        cached_tokens, cost_usd (known costs), cost_unknown_calls (never counted as 0). The
-        total row is ``run.cost(...).sum(numeric_only=True)``. ``own=True`` counts only a
-        fork's own events (see ``agentlog.analysis.cost.cost``).
-        """
-        from ..analysis.cost import cost
-        return cost(self, by, own=own)
-
-    def tokens_over_time(self) -> pd.DataFrame:
-        """Running totals (cum_input_tokens, cum_output_tokens, cum_cached_tokens,
-        cum_cost_usd, cum_cost_unknown_calls) at each usage event, by seq and ts."""
-        from ..analysis.tables import tokens_over_time
-        return tokens_over_time(self)
-
-    def summary(self, *, verify: bool = False) -> pd.DataFrame:
-        """One row: id, name, status, counts, duration, tokens, cost, parent, fork seq, and
-        ``verified`` (ok / not ok / not checked; ``verify=True`` runs :meth:`verify`)."""
-        from ..analysis.tables import summary
-        return summary(self, verify=verify)
-
-    def recompute_cost(self, prices: Mapping[str, Mapping[str, Any]] | None = None, *,
-                       at: datetime | None = None) -> pd.DataFrame:
-        """The model calls with their recorded cost beside one recomputed from the recorded
-        usage with today's catalog, or ``prices`` (the ``al.pricing.load`` format), at the
-        time of each call or ``at``. The log is never changed (see
-        ``agentlog.analysis.cost.recompute_cost``)."""
-        from ..analysis.cost import recompute_cost
-        return recompute_cost(self, prices, at=at)
-
-    # --- views: notebook widgets (agentlog.widgets, imported on first use) --------------------
-
-    def waterfall(self, **options: Any) -> Any:
-        """The span waterfall of this run: ``agentlog.widgets.Waterfall(self, **options)``."""
-        from ..widgets import Waterfall
-        return Waterfall(self, **options)
-
-    def scrub(self, **options: Any) -> Any:
-        """Step through this run's state: ``agentlog.widgets.Scrubber(self, **options)``."""
-        from ..widgets import Scrubber
-        return Scrubber(self, **options)
-
-    def fork_panel(self, program: Any, **options: Any) -> Any:
-        """Fork this run at an event from a notebook: ``agentlog.widgets.ForkPanel``."""
-        from ..widgets import ForkPanel
-        return ForkPanel(self, program, **options)
-
-    def diff_view(self, other: Run, **options: Any) -> Any:
-        """This run and ``other`` side by side: ``agentlog.widgets.DiffView(self, other)``."""
-        from ..widgets import DiffView
-        return DiffView(self, other, **options)
-
-    def cost_dashboard(self, **options: Any) -> Any:
-        """Cost and token tables with charts: ``agentlog.widgets.CostDashboard(self)``."""
-        from ..widgets import CostDashboard
-        return CostDashboard(self, **options)
-
-    def show(self, **options: Any) -> Any:
-        """One tabbed view of this run (overview, waterfall, scrub, cost, graph, verify)."""
-        from ..widgets import show
-        return show(self, **options)
-
-    def _repr_html_(self) -> str | None:
-        from ..widgets.html import run_repr
-        return run_repr(self)
+    if TYPE_CHECKING:  # pragma: no cover
+        @property
+        def events(self) -> pd.DataFrame: ...
+        def events_expanded(self, types: str | Iterable[str] | None = None) -> pd.DataFrame: ...
+        def spans(self) -> pd.DataFrame: ...
+        def llm_calls(self) -> pd.DataFrame: ...
+        def tool_calls(self) -> pd.DataFrame: ...
+        def cost(self, by: str | Sequence[str] = ("model",), *, own: bool = False) -> pd.DataFrame: ...
+        def tokens_over_time(self) -> pd.DataFrame: ...
+        def summary(self, *, verify: bool = False) -> pd.DataFrame: ...
+        def recompute_cost(self, prices: Mapping[str, Mapping[str, Any]] | None = None, *,
+                           at: datetime | None = None) -> pd.DataFrame: ...
+        def waterfall(self, **options: Any) -> Any: ...
+        def scrub(self, **options: Any) -> Any: ...
+        def fork_panel(self, program: Any, **options: Any) -> Any: ...
+        def diff_view(self, other: Run, **options: Any) -> Any: ...
+        def cost_dashboard(self, **options: Any) -> Any: ...
+        def show(self, **options: Any) -> Any: ...
+        def _repr_html_(self) -> str | None: ...
 
 
 # --- rows to events ----------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from ..accessors import Extensible
 from ..canonical import canonical_json
 from ..chain import GENESIS
 from ..errors import (
@@ -66,8 +67,11 @@ __all__ = ["DEFAULT_STORE", "Store", "open"]
 DEFAULT_STORE: Final = "./agentlog-runs"
 
 
-class Store:
+class Store(Extensible):
     """A folder of runs and blobs.
+
+    Its tables across runs (``store.runs()``, ``store.cost()``, ``store.sql()``, ...) come from
+    :mod:`agentlog.analysis.storewide`, attached from above (:mod:`agentlog.accessors`).
 
     Args:
         path: the store folder; default ``$AGENTLOG_STORE``, else ``./agentlog-runs``.
@@ -78,6 +82,8 @@ class Store:
     Raises:
         StorePathError: ``path`` exists and is a file.
     """
+
+    _accessor_owner = "Store"
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *,
                  signing_key: str | os.PathLike[str] | Any | None = None) -> None:
@@ -402,68 +408,21 @@ class Store:
         return ds.dataset(files, format="parquet", partitioning=part,
                           partition_base_dir=str(self.runs_path))
 
-    # --- analysis across runs (agentlog.analysis.storewide, imported on first use) ----------
+    # --- tables and views: attached from the layers above (agentlog.accessors) -----------------
+    # agentlog/__init__.py registers store.runs(), events(), cost(), sql(), duckdb()
+    # (agentlog.analysis.storewide) and cost_dashboard(), _repr_html_() (agentlog.widgets).
+    # The stubs below are what type checkers see; tests/test_layers.py checks that they match
+    # the registered functions.
 
-    def runs(self, *, verify: bool = False) -> pd.DataFrame:
-        """One row per run, in :meth:`list_runs` order: id, name, status, created, tags,
-        parent, fork_seq, events, own_events, spans, llm/tool calls, started, ended,
-        duration_ms, tokens, cost_usd, cost_unknown_calls, own_cost_usd, verified (the
-        columns of ``run.summary()``; see ``agentlog.analysis.columns.RUNS``).
-
-        Args:
-            verify: verify every run (reads and hashes everything); else ``not checked``.
-        """
-        from ..analysis.storewide import runs
-        return runs(self, verify=verify)
-
-    def events(self, where: str | pc.Expression | None = None,
-               columns: Sequence[str] | None = None) -> pd.DataFrame:
-        """Every stored event with its ``run_id`` (each run's own events once, WAL tails of
-        unsealed runs included), ordered by run and seq.
-
-        Args:
-            where: pushed down to the Parquet scan: a DuckDB SQL condition such as
-                ``"type = 'llm.response' AND ts > '2026-01-01'"``, or a pyarrow compute
-                expression such as ``pc.field("type") == "llm.response"``.
-            columns: event columns to read (``run_id`` comes first in any case).
-        """
-        from ..analysis.storewide import events
-        return events(self, where, columns)
-
-    def cost(self, by: str | Sequence[str] = ("run", "model", "day")) -> pd.DataFrame:
-        """Tokens, calls and cost of every run's own events (a fork's prefix was paid by its
-        parent; answers served from a log cost 0), summed by ``run``, ``model``, ``actor``,
-        ``span``, ``kind``, ``type`` and/or ``day``, in DuckDB. Columns as ``run.cost()``;
-        the total row is ``.sum(numeric_only=True)``."""
-        from ..analysis.storewide import cost
-        return cost(self, by)
-
-    def cost_dashboard(self, **options: Any) -> Any:
-        """Cost and token charts over every run: ``agentlog.widgets.CostDashboard(self)``."""
-        from ..widgets import CostDashboard
-        return CostDashboard(self, **options)
-
-    def sql(self, query: str) -> pd.DataFrame:
-        """Run a DuckDB query over the views ``events`` (stored events with ``run_id``),
-        ``run_events`` (every run as read, fork prefixes stitched), ``runs``, ``spans``,
-        ``llm_calls`` and ``tool_calls``; see ``agentlog.analysis.storewide``.
-
-        >>> import tempfile
-        >>> Store(tempfile.mkdtemp()).sql("select count(*) as n from events")["n"].tolist()
-        [0]
-        """
-        from ..analysis.storewide import sql
-        return sql(self, query)
-
-    def duckdb(self) -> duckdb.DuckDBPyConnection:
-        """A DuckDB connection with the views of :meth:`sql`, over a snapshot of the store
-        taken now. Close it when done."""
-        from ..analysis.storewide import connect
-        return connect(self)
-
-    def _repr_html_(self) -> str | None:
-        from ..widgets.html import store_repr
-        return store_repr(self)
+    if TYPE_CHECKING:  # pragma: no cover
+        def runs(self, *, verify: bool = False) -> pd.DataFrame: ...
+        def events(self, where: str | pc.Expression | None = None,
+                   columns: Sequence[str] | None = None) -> pd.DataFrame: ...
+        def cost(self, by: str | Sequence[str] = ("run", "model", "day")) -> pd.DataFrame: ...
+        def sql(self, query: str) -> pd.DataFrame: ...
+        def duckdb(self) -> duckdb.DuckDBPyConnection: ...
+        def cost_dashboard(self, **options: Any) -> Any: ...
+        def _repr_html_(self) -> str | None: ...
 
 
 def open(path_or_id: str | os.PathLike[str], run_id: str | None = None, *,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from ..accessors import Extensible
 from ..chain import GENESIS, Problem, ProblemKind, check_chain, event_body
 from ..errors import BlobNotFoundError, InvalidBlobRefError, SchemaVersionError, StoreError
 from ..events import BlobRef
@@ -33,7 +34,7 @@ _LIMIT = 100  # chain problems collected before the check stops
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class VerifyReport:
+class VerifyReport(Extensible):
     """What :meth:`Run.verify` found.
 
     >>> print(VerifyReport(run_id="r1", ok=True, events=3, head="ab" * 32, first_bad_seq=None,
@@ -54,6 +55,8 @@ class VerifyReport:
     problems: tuple[Problem, ...]
     """Everything found, lowest seq first."""
 
+    _accessor_owner = "VerifyReport"
+
     def __str__(self) -> str:
         if self.ok:
             return f"run {self.run_id}: ok, {self.events:,} events, head {self.head[:12]}…"
@@ -65,9 +68,8 @@ class VerifyReport:
             lines.append(f"  {where}: {p.kind}: {p.message}")
         return "\n".join(lines)
 
-    def _repr_html_(self) -> str | None:
-        from ..widgets.html import verify_repr
-        return verify_repr(self)
+    if TYPE_CHECKING:  # pragma: no cover - registered from above (agentlog.widgets.html)
+        def _repr_html_(self) -> str | None: ...
 
 
 def _report(run_id: str, events: int, head: str, problems: list[Problem]) -> VerifyReport:

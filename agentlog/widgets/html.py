@@ -37,8 +37,9 @@ if TYPE_CHECKING:
     from ..store.store import Store
     from ..store.verify import VerifyReport
 
-__all__ = ["cut", "diff_card", "diff_repr", "esc", "fmt_int", "fmt_ms", "fmt_num", "fmt_usd", "obj_repr",
-           "patch_html", "patch_repr", "run_card", "run_repr", "run_text", "section", "store_card", "store_repr", "table",
+__all__ = ["cut", "diff_card", "diff_repr", "esc", "fmt_cost", "fmt_int", "fmt_ms", "fmt_num", "fmt_usd",
+           "obj_repr", "patch_html", "patch_repr", "run_card", "run_repr", "run_text", "section", "store_card",
+           "store_repr", "table",
            "verify_card", "verify_repr"]
 
 CELL_LIMIT: Final = 120   # characters of a table cell
@@ -93,6 +94,19 @@ def fmt_usd(value: Any) -> str:
     if abs(x) >= 0.01:
         return f"${x:.4f}"
     return f"${x:.6f}"
+
+
+def fmt_cost(usd: Any, unknown: Any = 0) -> str:
+    """A cost cell: the known dollars, ``+ N unknown`` for the calls whose cost is unknown, and
+    ``unknown`` when no cost is known (an unknown cost is never shown as $0).
+
+    >>> fmt_cost(0.25), fmt_cost(0.25, 2), fmt_cost(None, 3), fmt_cost(0.0)
+    ('$0.2500', '$0.2500 + 2 unknown', 'unknown', '$0')
+    """
+    n = 0 if _missing(unknown) else int(unknown)
+    if _missing(usd):
+        return "unknown"
+    return fmt_usd(usd) + (f" + {n:,} unknown" if n else "")
 
 
 def fmt_num(value: Any, *, sign: bool = False) -> str:
@@ -227,10 +241,7 @@ def _run_facts(s: Mapping[str, Any]) -> list[tuple[str, str]]:
     events = fmt_int(s.get("events"))
     if not _missing(s.get("fork_seq")):
         events += f" ({fmt_int(s.get('own_events'))} own)"
-    cost = fmt_usd(s.get("cost_usd"))
-    unknown = 0 if _missing(s.get("cost_unknown_calls")) else int(s["cost_unknown_calls"])
-    if unknown:
-        cost += f" + {unknown:,} call{'s' if unknown != 1 else ''} of unknown cost"
+    cost = fmt_cost(s.get("cost_usd"), s.get("cost_unknown_calls"))
     facts = [
         ("status", str(s.get("status"))),
         ("events", events),
@@ -274,7 +285,7 @@ def run_card(summary: Mapping[str, Any], by_model: Sequence[Mapping[str, Any]] =
     if by_model:
         cols = ("model", "calls", "input", "output", "cached", "cost", "unknown cost")
         rows = [(r.get("model"), r.get("llm_calls") or r.get("calls"), r.get("input_tokens"),
-                 r.get("output_tokens"), r.get("cached_tokens"), fmt_usd(r.get("cost_usd")),
+                 r.get("output_tokens"), r.get("cached_tokens"), fmt_cost(r.get("cost_usd")),
                  r.get("cost_unknown_calls")) for r in by_model]
         items.append(section("Cost by model", table(cols, rows, numeric=(False, *[True] * 6)),
                              len(rows)))
@@ -306,7 +317,7 @@ def store_text(path: str, runs: Sequence[Mapping[str, Any]]) -> str:
     for r in runs[:STORE_ROWS]:
         name = "" if _missing(r.get("name")) else f" {r['name']!r}"
         lines.append(f"  {r.get('run_id')}{name} {r.get('status')} {fmt_int(r.get('events'))} events "
-                     f"{fmt_usd(r.get('cost_usd'))}")
+                     f"{fmt_cost(r.get('cost_usd'), r.get('cost_unknown_calls'))}")
     if len(runs) > STORE_ROWS:
         lines.append(f"  … {len(runs) - STORE_ROWS:,} more")
     return "\n".join(lines)
@@ -316,13 +327,15 @@ def store_card(path: str, runs: Sequence[Mapping[str, Any]]) -> str:
     """A store's card: its runs as a table (the rows of ``store.runs()``)."""
     n = len(runs)
     head = header("Store", path, None, (f"{n:,} run{'s' if n != 1 else ''}", "al-muted"))
-    total = sum(float(r.get("own_cost_usd") or 0) for r in runs)
+    known = [float(r["own_cost_usd"]) for r in runs if not _missing(r.get("own_cost_usd"))]
+    unknown = sum(int(r.get("own_cost_unknown_calls") or 0) for r in runs)
+    total = sum(known) if known or not unknown else None
     tokens = sum(int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0) for r in runs)
-    facts = [("runs", fmt_int(n)), ("cost paid", fmt_usd(total)), ("tokens", fmt_int(tokens))]
+    facts = [("runs", fmt_int(n)), ("cost paid", fmt_cost(total, unknown)), ("tokens", fmt_int(tokens))]
     cols = ("run", "name", "status", "events", "model calls", "tokens", "cost", "created", "forked from")
     rows = [(r.get("run_id"), r.get("name"), r.get("status"), r.get("events"), r.get("llm_calls"),
              int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0),
-             fmt_usd(r.get("cost_usd")), _fmt_time(r.get("created")),
+             fmt_cost(r.get("cost_usd"), r.get("cost_unknown_calls")), _fmt_time(r.get("created")),
              None if _missing(r.get("parent")) else f"{r['parent']} @ {fmt_int(r.get('fork_seq'))}")
             for r in runs]
     numeric = (False, False, False, True, True, True, True, False, False)
@@ -414,6 +427,11 @@ def diff_card(facts: Sequence[tuple[str, str]], *, title: str, rows: Sequence[Ma
     return obj_repr(text, head, grid(facts) + sections(items))
 
 
+def _usage_cell(metric: str, value: Any) -> str:
+    """A cell of the usage delta: an unknown cost says so (never ``–`` or $0)."""
+    return "unknown" if metric == "cost_usd" and _missing(value) else fmt_num(value)
+
+
 def diff_repr(d: RunDiff) -> str | None:
     """``RunDiff._repr_html_`` (computes the state patch if it was not yet)."""
     if OPTIONS["display"] != "html":
@@ -427,7 +445,8 @@ def diff_repr(d: RunDiff) -> str | None:
         facts.append(("first divergence", f"seq {d.divergence}"))
         facts.append(("after it", (f"{c['matched']:,} matched, {c['changed']:,} changed, "
                                    f"{c['only_a']:,} only in a, {c['only_b']:,} only in b")))
-    usage = [(str(m), fmt_num(v["a"]), fmt_num(v["b"]), fmt_num(v["delta"])) for m, v in d.usage.iterrows()]
+    usage = [(str(m), _usage_cell(str(m), v["a"]), _usage_cell(str(m), v["b"]),
+              _usage_cell(str(m), v["delta"])) for m, v in d.usage.iterrows()]
     patch = d.state_patch
     return diff_card(facts, title=f"{d.a.name or d.a.id} → {d.b.name or d.b.id}",
                      rows=_records(d.table()), usage=usage, patch_html=patch_html(patch),

@@ -23,7 +23,7 @@ def test_cost_by_model_by_hand(golden: tuple[Any, Any]) -> None:
         "model": None, "calls": 1, "llm_calls": 1, "tool_calls": 0, "input_tokens": 1200,
         "output_tokens": 50, "cached_tokens": 1000, "cost_usd": 0.00012, "cost_unknown_calls": 0}
     unknown = rows["house-model-x"]
-    assert unknown["cost_usd"] == 0.0 and unknown["cost_unknown_calls"] == 1  # counted apart
+    assert t["cost_usd"][1] is pd.NA and unknown["cost_unknown_calls"] == 1  # unknown, never 0
     assert rows[None]["tool_calls"] == 1 and rows[None]["input_tokens"] == 0
 
 
@@ -91,3 +91,35 @@ def test_cost_of_an_empty_run(store: Any) -> None:
     t = store.run("empty").cost(by=("model", "day"))
     assert len(t) == 0 and list(t.columns) == ["model", "day", *VALUES]
     assert pd.api.types.is_integer_dtype(t["calls"])
+
+
+def test_a_run_whose_costs_are_all_unknown_shows_na_everywhere(store: Any) -> None:
+    """No table turns an unknown cost into 0: the cost, the summary, the running totals, the
+    spans and the store's rows all say <NA>, with the calls counted."""
+    w = store.create_run(run_id="dark", durability="none")
+    w.emit("span.started", {"name": "house-model-x", "kind": "llm", "parent": None}, span_id="s")
+    for i in range(2):
+        w.emit("llm.response", {"key": f"k{i}", "model": "house-model-x",
+                                "message": {"role": "assistant", "content": "ok"},
+                                "usage": {"input_tokens": 10, "output_tokens": 1}},
+               span_id="s", model="house-model-x", input_tokens=10, output_tokens=1, cost_usd=None)
+    w.emit("tool.result", {"key": "t", "name": "lookup", "result": 1}, span_id="s")
+    w.emit("span.ended", {"name": "house-model-x", "status": "ok", "error": None}, span_id="s")
+    w.close("finished")
+    run = store.run("dark")
+    total = run.cost(by=())
+    assert total["cost_usd"][0] is pd.NA and total["cost_unknown_calls"][0] == 2
+    assert total["input_tokens"][0] == 20 and total["tool_calls"][0] == 1
+    by_type = run.cost(by="type").set_index("type")
+    assert by_type.loc["llm.response", "cost_usd"] is pd.NA
+    assert by_type.loc["tool.result", "cost_usd"] == 0.0  # no model call, nothing unknown
+    s = run.summary().iloc[0]
+    assert s["cost_usd"] is pd.NA and s["own_cost_usd"] is pd.NA and s["cost_unknown_calls"] == 2
+    assert s["own_cost_unknown_calls"] == 2
+    over = run.tokens_over_time()
+    assert over["cum_cost_usd"].isna().all() and list(over["cum_cost_unknown_calls"]) == [1, 2, 2]
+    span = run.spans().iloc[0]
+    assert span["cost_usd"] is pd.NA and span["total_cost_usd"] is pd.NA
+    row = store.runs().set_index("run_id").loc["dark"]
+    assert row["cost_usd"] is pd.NA and row["own_cost_usd"] is pd.NA
+    assert store.cost(by="run")["cost_usd"][0] is pd.NA

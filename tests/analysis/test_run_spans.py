@@ -41,7 +41,8 @@ def test_span_status_error_and_open(timed: Any) -> None:
 def test_span_usage_and_rollups(timed: Any) -> None:
     s = by_id(timed)
     assert (s["C"]["input_tokens"], s["C"]["output_tokens"], s["C"]["cost_usd"], s["C"]["model"]) == (10, 2, 0.5, "m1")
-    assert (s["E"]["cost_usd"], s["E"]["cost_unknown_calls"], s["E"]["model"]) == (0.0, 1, "m2")
+    # E's only call has no price: its cost is unknown, never 0
+    assert (s["E"]["cost_usd"], s["E"]["cost_unknown_calls"], s["E"]["model"]) == (None, 1, "m2")
     assert s["A"]["input_tokens"] == 0 and s["A"]["model"] is None
     assert (s["A"]["total_input_tokens"], s["A"]["total_output_tokens"]) == (15, 3)
     assert (s["A"]["total_cost_usd"], s["A"]["total_cost_unknown_calls"]) == (0.5, 1)
@@ -63,7 +64,13 @@ def check_tree(spans: pd.DataFrame) -> None:
         kids = rows[(rows["parent"] == span_id).fillna(False)]
         for col in ("input_tokens", "output_tokens", "cached_tokens", "cost_unknown_calls"):
             assert row[f"total_{col}"] == row[col] + kids[f"total_{col}"].sum()
-        assert row["total_cost_usd"] == pytest.approx(row["cost_usd"] + kids["total_cost_usd"].sum())
+        known = [v for v in (row["cost_usd"], *kids["total_cost_usd"]) if not pd.isna(v)]
+        if known or not row["total_cost_unknown_calls"]:
+            assert row["total_cost_usd"] == pytest.approx(sum(known))
+        else:  # every cost below it is unknown: so is the total
+            assert pd.isna(row["total_cost_usd"])
+        if pd.isna(row["cost_usd"]):
+            assert row["cost_unknown_calls"] > 0
         assert row["self_ms"] <= row["duration_ms"] and row["self_ms"] >= 0
 
 

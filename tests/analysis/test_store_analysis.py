@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import genai_prices
 import pandas as pd
 import pyarrow.compute as pc
 import pytest
@@ -38,18 +39,77 @@ def test_runs_verify(full: Any) -> None:
     assert set(full.runs(verify=True)["verified"]) == {"ok"}
 
 
-def test_store_cost_agrees_with_the_pandas_path(full: Any) -> None:
-    for by in [("run", "model"), ("run", "model", "day"), ("run", "span", "kind"), ("run", "type", "actor")]:
-        store_cost = full.cost(by=by)
-        per_run = []
-        for run_id in full.list_runs():
-            t = full.run(run_id).cost(by=by[1:], own=True)
-            if len(t):
-                t.insert(0, "run_id", pd.array([run_id] * len(t), dtype=C.COST_KEYS["run"].dtype))
-                per_run.append(t)
-        expected = pd.concat(per_run, ignore_index=True).sort_values(
-            ["run_id", *by[1:]], na_position="last", kind="stable", ignore_index=True)
-        same_frames(store_cost, expected)
+def _expected_cost(runs: list[Any], key: Any) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """Each run's own usage events summed by ``key(run, event)``, in plain Python from the events
+    as written: the inputs, not another engine."""
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for run in runs:
+        start = 0 if run.fork_seq is None else run.fork_seq + 1
+        for e in run.iter_events(start):
+            usage = (e.input_tokens, e.output_tokens, e.cached_tokens, e.cost_usd)
+            if e.type not in ("llm.response", "tool.result") and all(v is None for v in usage):
+                continue
+            row = out.setdefault(key(run, e), {"calls": 0, "llm_calls": 0, "tool_calls": 0, "input_tokens": 0,
+                                               "output_tokens": 0, "cached_tokens": 0, "known": [],
+                                               "cost_unknown_calls": 0})
+            row["calls"] += 1
+            row["llm_calls"] += e.type == "llm.response"
+            row["tool_calls"] += e.type == "tool.result"
+            for name in ("input_tokens", "output_tokens", "cached_tokens"):
+                row[name] += getattr(e, name) or 0
+            if e.cost_usd is not None:
+                row["known"].append(e.cost_usd)
+            elif e.type == "llm.response":
+                row["cost_unknown_calls"] += 1
+    return out
+
+
+def _check_cost_table(table: pd.DataFrame, expected: dict[tuple[Any, ...], dict[str, Any]],
+                      keys: list[str]) -> None:
+    got = {tuple(None if pd.isna(v) else v for v in r[:len(keys)]): r
+           for r in table.itertuples(index=False, name=None)}
+    assert set(got) == set(expected)
+    cols = list(table.columns)
+    for group, want in expected.items():
+        row = dict(zip(cols, got[group], strict=True))
+        for name in ("calls", "llm_calls", "tool_calls", "input_tokens", "output_tokens", "cached_tokens",
+                     "cost_unknown_calls"):
+            assert row[name] == want[name], (group, name)
+        if want["known"] or not want["cost_unknown_calls"]:
+            assert row["cost_usd"] == pytest.approx(sum(want["known"])), group
+        else:  # no cost known in the group: unknown, never 0
+            assert row["cost_usd"] is pd.NA, group
+
+
+def test_store_and_run_cost_sum_the_recorded_usage(full: Any) -> None:
+    """One engine for a run and for the store, checked against the events as written."""
+    runs = [full.run(r) for r in full.list_runs()]
+    by_run_model = _expected_cost(runs, lambda run, e: (run.id, e.model))
+    assert any(v["cost_unknown_calls"] and not v["known"] for v in by_run_model.values())  # the case
+    _check_cost_table(full.cost(by=("run", "model")), by_run_model, ["run_id", "model"])
+    for run in runs:
+        mine = {k[1:]: v for k, v in by_run_model.items() if k[0] == run.id}
+        _check_cost_table(run.cost(by="model", own=True), mine, ["model"])
+    by_day = _expected_cost(runs, lambda run, e: (run.id, e.type, pd.Timestamp(e.ts, unit="us", tz="UTC").date()))
+    _check_cost_table(full.cost(by=("run", "type", "day")), by_day, ["run_id", "type", "day"])
+    total = _expected_cost(runs, lambda run, e: ())
+    _check_cost_table(full.cost(by=()), total, [])
+
+
+def test_recorded_costs_are_genai_prices_for_the_recorded_usage(agent_run: Any) -> None:
+    """The dollars in the tables come from genai-prices at each call's time, for its usage."""
+    calls = agent_run.llm_calls()
+    priced = calls[calls["model"] == "gpt-4o-mini"]
+    assert len(priced) and (priced["cost_source"] == "computed").all()
+    for row in priced.itertuples(index=False):
+        usage = genai_prices.Usage(input_tokens=row.input_tokens, cache_read_tokens=row.cached_tokens,
+                                   output_tokens=row.output_tokens)
+        want = genai_prices.calc_price(usage, "gpt-4o-mini", genai_request_timestamp=row.ts.to_pydatetime())
+        assert row.cost_usd == pytest.approx(float(want.total_price), rel=1e-12)
+    by_model = agent_run.cost(by="model").set_index("model")
+    assert by_model.loc["gpt-4o-mini", "cost_usd"] == pytest.approx(priced["cost_usd"].sum())
+    assert by_model.loc["house-model-x", "cost_usd"] is pd.NA  # genai-prices has no price for it
+    assert by_model.loc["house-model-x", "cost_unknown_calls"] == 1
 
 
 def test_store_cost_counts_own_events(full: Any, golden: tuple[Any, Any]) -> None:

@@ -40,7 +40,7 @@ PINNED: dict[str, dict[str, str]] = {
                 "fork_seq": I, "events": I, "own_events": I, "spans": I, "llm_calls": I,
                 "tool_calls": I, "started": T, "ended": T, "duration_ms": F, "input_tokens": I,
                 "output_tokens": I, "cached_tokens": I, "cost_usd": F, "cost_unknown_calls": I,
-                "own_cost_usd": F, "verified": S},
+                "own_cost_usd": F, "own_cost_unknown_calls": I, "verified": S},
     "recompute_cost": {"seq": I, "ts": T, "model": S, "input_tokens": I, "output_tokens": I,
                        "cached_tokens": I, "cache_write_tokens": I, "cost_usd": F, "cost_source": S,
                        "cache_hit": B, "recomputed_usd": F, "recomputed_source": S, "delta_usd": F,

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
-import agentlog as al
-from agentlog.testing.fakes import CountingTool, FakeLLM
+from agentlog.testing.fakes import CountingTool
 
 MODEL = "gpt-4o-mini"  # in the genai-prices catalog, so costs are computed, not unknown
 

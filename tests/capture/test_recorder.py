@@ -12,7 +12,7 @@ from agentlog.errors import ToolError
 from agentlog.fold import thaw
 from agentlog.testing.fakes import FakeLLM
 
-from _record_programs import MODEL, Tools, decide, make_triage
+from _record_programs import MODEL, Tools, decide
 
 
 def types(run: Any) -> list[str]:

@@ -10,7 +10,7 @@ import pytest
 import agentlog as al
 from agentlog.testing.fakes import FakeLLM
 
-from _record_programs import MODEL, Tools, decide, make_triage
+from _record_programs import MODEL, Tools, make_triage
 
 
 def test_strict_replay_makes_zero_calls(recorded: tuple[Any, Tools, FakeLLM]) -> None:

@@ -46,7 +46,7 @@ class Remote:
 def make_program(remote: Remote) -> Any:
     def program(rec: Any) -> str:
         client = openai.OpenAI(api_key=SECRET, base_url=BASE, max_retries=0,
-                               http_client=al.http.client(rec, transport=httpx.MockTransport(remote)))
+                               http_client=al.transport.client(rec, transport=httpx.MockTransport(remote)))
         reply = client.chat.completions.create(model="gpt-4o-mini",
                                                messages=[{"role": "user", "content": "cpu is high"}])
         return reply.choices[0].message.content
@@ -94,7 +94,7 @@ def test_no_secret_reaches_the_disk(store: Any) -> None:
 
 def test_key_ignores_secrets_in_the_url(store: Any) -> None:
     def fetch(rec: Any, key: str) -> Any:
-        client = al.http.client(rec, transport=httpx.MockTransport(lambda r: httpx.Response(200, text="hi")))
+        client = al.transport.client(rec, transport=httpx.MockTransport(lambda r: httpx.Response(200, text="hi")))
         return client.get(f"https://example.test/search?q=cpu&api_key={key}").text
     run = al.record(lambda rec: fetch(rec, "first-secret"), store=store)
     request = next(e for e in run.iter_events() if e.type == "http.request")
@@ -107,7 +107,7 @@ def test_repeated_fetches_store_the_page_once(store: Any) -> None:
     page = "<html>" + "job posting " * 5000 + "</html>"
 
     def scan(rec: Any) -> int:
-        client = al.http.client(rec, transport=httpx.MockTransport(lambda r: httpx.Response(200, text=page)))
+        client = al.transport.client(rec, transport=httpx.MockTransport(lambda r: httpx.Response(200, text=page)))
         return sum(len(client.get("https://jobs.example.test/careers").text) for _ in range(5))
     run = al.record(scan, store=store)
     bodies = {e.payload["body"].digest for e in run.iter_events() if e.type == "http.response"}
@@ -117,7 +117,7 @@ def test_repeated_fetches_store_the_page_once(store: Any) -> None:
 
 def test_user_named_header_is_redacted(store: Any) -> None:
     def program(rec: Any) -> int:
-        client = al.http.client(rec, transport=httpx.MockTransport(lambda r: httpx.Response(204)),
+        client = al.transport.client(rec, transport=httpx.MockTransport(lambda r: httpx.Response(204)),
                                 redact=["X-Session-Token"])
         return client.get("https://example.test/", headers={"X-Session-Token": "tok-123"}).status_code
     run = al.record(program, store=store)
@@ -130,7 +130,7 @@ def test_async_client_records_and_replays(store: Any) -> None:
         return httpx.Response(200, json={"n": 1})
 
     async def program(rec: Any) -> Any:
-        async with al.http.async_client(rec, transport=httpx.MockTransport(handler)) as client:
+        async with al.transport.async_client(rec, transport=httpx.MockTransport(handler)) as client:
             return (await client.get("https://example.test/n")).json()
     run = asyncio.run(al.arecord(program, store=store))
     assert run.event(len(run) - 1).payload["result"] == {"n": 1}
@@ -139,4 +139,4 @@ def test_async_client_records_and_replays(store: Any) -> None:
 
 def test_without_a_recorder_the_transport_says_what_to_do() -> None:
     with pytest.raises(RuntimeError, match="needs a recorder"):
-        httpx.Client(transport=al.http.RecordingTransport()).get("https://example.test/")
+        httpx.Client(transport=al.transport.RecordingTransport()).get("https://example.test/")

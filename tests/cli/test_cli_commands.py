@@ -16,8 +16,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 from _cli_helpers import Cli
+from _prices import genai_prices_cost
 
 import agentlog as al
+from agentlog.widgets.html import fmt_usd
 
 IDS = ("sre-0001", "sre-0001-calm", "sre-0002", "refunds-0001", "refunds-0001-approve",
        "refunds-0002-tight", "diligence-0001", "jobhunt-0001")
@@ -56,7 +58,9 @@ def test_ls_text_and_json(cli: Cli, samples: Path) -> None:
     assert "sre-0001@26" in out.stdout and "budget_exceeded" in out.stdout
     assert lines[0].split()[7:9] == ["cost", "paid"] and lines[-1].startswith("cost: ")
     calm_row = lines[1 + list(IDS).index("sre-0001-calm")].split()
-    assert [t for t in calm_row if t.startswith("$")] == ["$0.000315", "$0.000126"]  # sre-0001 paid the prefix
+    calm_run = al.Store(samples).run("sre-0001-calm")  # sre-0001 paid the prefix: cost > paid
+    expected = [fmt_usd(genai_prices_cost(calm_run)), fmt_usd(genai_prices_cost(calm_run, own=True))]
+    assert [t for t in calm_row if t.startswith("$")] == expected
     data = json.loads(cli("--store", samples, "ls", "--json").stdout)
     assert [r["run_id"] for r in data] == list(IDS)
     calm = data[1]
@@ -170,6 +174,9 @@ def test_cost_store_and_runs(cli: Cli, samples: Path) -> None:
     out = cli("--store", samples, "cost")
     assert out.returncode == 0, out.stderr
     assert "claude-3-5-haiku-latest" in out.stdout and "total: 51 model calls" in out.stdout
+    store = al.Store(samples)
+    paid = sum(genai_prices_cost(store.run(r), own=True) for r in store.list_runs())
+    assert out.stdout.splitlines()[-1].endswith(f"tokens, {fmt_usd(paid)}")  # every cost known
     data = json.loads(cli("--store", samples, "cost", "--by", "run,model", "--json").stdout)
     expected = al.Store(samples).cost(by=["run", "model"])
     assert len(data) == len(expected)
@@ -183,6 +190,26 @@ def test_cost_store_and_runs(cli: Cli, samples: Path) -> None:
     assert picked == [whole["sre-0001"], whole["jobhunt-0001"]]
     assert picked[0]["llm_calls"] == 6 and picked[0]["tool_calls"] == 6
     assert cli("--store", samples, "cost", "--by", "colour").returncode == 2
+
+
+def test_unknown_costs_stay_unknown_in_cost_and_ls(cli: Cli, tmp_path: Path) -> None:
+    """An answer with no price is never $0: the cell says unknown and the total "+ N unknown"."""
+    store = al.Store(tmp_path / "dark")
+    with store.create_run(run_id="dark", durability="none") as w:
+        for i, (model, usd) in enumerate([("house-model-x", None), ("house-model-x", None),
+                                          ("gpt-4o-mini", 0.25)]):
+            w.emit("llm.response", {"key": f"k{i}", "model": model, "usage": {"input_tokens": 3},
+                                    "message": {"role": "assistant", "content": "ok"}},
+                   model=model, input_tokens=3, cost_usd=usd)
+    out = cli("--store", store.path, "cost")
+    assert out.returncode == 0, out.stderr
+    rows = {line.split()[0]: line.split() for line in out.stdout.splitlines()[1:-1]}
+    assert rows["house-model-x"][-2:] == ["unknown", "2"] and rows["gpt-4o-mini"][-2:] == [fmt_usd(0.25), "0"]
+    assert out.stdout.splitlines()[-1].endswith(f"tokens, {fmt_usd(0.25)} + 2 unknown")
+    data = json.loads(cli("--store", store.path, "cost", "--json").stdout)
+    assert [r["cost_usd"] for r in data] == [0.25, None]  # JSON: null, not 0
+    ls = cli("--store", store.path, "ls").stdout.splitlines()
+    assert f"{fmt_usd(0.25)} + 2 unknown" in ls[1]
 
 
 def test_replay_strict(cli: Cli, samples: Path) -> None:

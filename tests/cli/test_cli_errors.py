@@ -105,19 +105,20 @@ def test_store_after_the_command(cli: Cli, samples: Path, tmp_path: Path) -> Non
 
 def test_show_computes_the_summary_once(samples: Path, monkeypatch: pytest.MonkeyPatch,
                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from agentlog.analysis import tables
     from agentlog.cli import main
     from agentlog.store.run import Run
 
     for field in ("store_path", "quiet", "debug"):  # the CLI sets them; put them back after
         monkeypatch.setattr(_util.options, field, getattr(_util.options, field))
     calls = []
-    summary = Run.summary
+    summary = tables.summary
 
-    def counted(self: Run) -> object:
-        calls.append(self.id)
-        return summary(self)
+    def counted(run: Run, **options: bool) -> object:
+        calls.append(run.id)
+        return summary(run, **options)
 
-    monkeypatch.setattr(Run, "summary", counted)
+    monkeypatch.setattr(tables, "summary", counted)  # run.summary() resolves it on each call
     assert main(["--store", str(samples), "show", "sre-0001", "--no-verify"]) == 0
     assert capsys.readouterr().out.startswith("Run sre-0001 ")
     assert calls == ["sre-0001"]

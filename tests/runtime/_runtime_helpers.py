@@ -251,7 +251,7 @@ def warm_up() -> None:
     import pandas  # noqa: F401
     import pyarrow.parquet  # noqa: F401
 
-    from agentlog.capture import pricing
+    from agentlog import pricing
     from agentlog.capture.providers import normalize_usage
     pricing.cost(MODEL, normalize_usage({"prompt_tokens": 1, "completion_tokens": 1}, provider="openai"))
 

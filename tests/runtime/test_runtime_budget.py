@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _prices import genai_prices_cost
 from _runtime_helpers import MODEL, Ledger, LedgerAgent, comparable, program, scripted, tools_for
 
 import agentlog as al
@@ -22,17 +23,20 @@ def run_with(store: Any, tmp_path: Any, budget: al.Budget | None, run_id: str, *
     (al.Budget(max_llm_calls=2), "max_llm_calls", 2, 2),
     (al.Budget(max_tool_calls=1), "max_tool_calls", 1, 1),
     (al.Budget(max_tokens=40), "max_tokens", 57, 40),
-    (al.Budget(max_cost_usd=0.00001), "max_cost_usd", 1.02e-05, 0.00001),
+    (al.Budget(max_cost_usd=0.00001), "max_cost_usd", None, 0.00001),  # None: from genai-prices
     (al.Budget(max_events=20), "max_events", 20, 20),
 ])
 def test_each_limit_stops_the_run_cleanly(store: Any, tmp_path: Any, budget: al.Budget, limit: str,
-                                          value: float, max: float) -> None:
+                                          value: float | None, max: float) -> None:
     run = run_with(store, tmp_path, budget, f"b-{limit}")  # no exception reaches the caller
     assert run.status == "budget_exceeded"
     last = run.event(len(run) - 1)
     assert last.type == "budget.exceeded"  # nothing after the stop
     assert last.payload["limit"] == limit and last.payload["max"] == max
-    assert last.payload["value"] == pytest.approx(value)
+    if value is None:  # what the model calls before the stop cost, priced by genai-prices now
+        value = genai_prices_cost(run)
+        assert value > max
+    assert last.payload["value"] == pytest.approx(value, rel=1e-9)
     assert run.event(1).type == "budget.set" and run.event(1).payload["budget"] == budget.to_json()
     state = run.state_at(len(run) - 1)
     assert state["status"] == "budget_exceeded"

@@ -53,7 +53,7 @@ class AgentProgram:
         model: performs a model request (``call(request) -> response``), as in ``rec.llm``.
         tools: name -> function. A tool is called with its args as keywords, plus
             ``idempotency_key`` if it takes one. A tool that takes ``rec`` does its own I/O
-            through the recorder (``al.http.client(rec)``): it is re-run on replay, its calls
+            through the recorder (``al.transport.client(rec)``): it is re-run on replay, its calls
             served from the log, so its result must be small or a ``rec.blob()``.
         budget: limits for this program; ``None``: the budget recorded in the run applies.
     """

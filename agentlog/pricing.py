@@ -36,20 +36,39 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
-from ..errors import PricingError, UnknownModelWarning
-from ..events import Usage
+from .errors import PricingError, UnknownModelWarning
+from .events.usage import Usage  # noqa: F401 - the doctests price Usage values
 
 if TYPE_CHECKING:  # pragma: no cover
     from genai_prices.types import ModelInfo, ModelPrice, Provider
 
-__all__ = ["Cost", "CostSource", "Price", "clear", "cost", "load", "overrides", "set"]
+__all__ = ["Cost", "CostSource", "Price", "TokenCounts", "clear", "cost", "load", "overrides", "set"]
 
 CostSource = Literal["provider", "computed", "unknown"]
 
 _PER: Final = Decimal(1_000_000)  # prices are per million tokens
 _PRICE_FIELDS: Final = ("input", "output", "cached_input", "cache_write")
+
+
+class TokenCounts(Protocol):
+    """What a price needs to know of a call's usage: :class:`agentlog.events.Usage` has it."""
+
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
+    @property
+    def cached_tokens(self) -> int: ...
+    @property
+    def cache_write_tokens(self) -> int: ...
+    @property
+    def reasoning_tokens(self) -> int: ...
+    @property
+    def cost_usd(self) -> float | None: ...
+    @property
+    def uncached_input_tokens(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,7 +119,7 @@ class Price:
                 raise PricingError(f"price {name}={value!r}: a price is a finite, non-negative number "
                                    "of USD per million tokens")
 
-    def cost_of(self, usage: Usage) -> float:
+    def cost_of(self, usage: TokenCounts) -> float:
         """The USD cost of ``usage`` at this price (exact decimal arithmetic, then a float)."""
         def d(value: float | None) -> Decimal:
             return Decimal(repr(value if value is not None else self.input))
@@ -344,7 +363,7 @@ def _when(when: datetime | date | None) -> datetime:
     return datetime.combine(when, time(), tzinfo=UTC)
 
 
-def cost(model: str | None, usage: Usage, *, provider: str | None = None,
+def cost(model: str | None, usage: TokenCounts, *, provider: str | None = None,
          when: datetime | date | None = None) -> Cost:
     """The cost of a model call with ``usage``.
 
@@ -355,7 +374,7 @@ def cost(model: str | None, usage: Usage, *, provider: str | None = None,
 
     Args:
         model: the model name, as the response (or else the request) gives it.
-        usage: normalised usage (:func:`~agentlog.capture.providers.normalize_usage`).
+        usage: normalised usage (an :class:`agentlog.events.Usage`).
         provider: the provider id (``openai``, ``anthropic``, ``azure``, ``openrouter``,
             ``aws``...) when known: the same model can cost differently at another provider.
             A provider the catalog does not know is ignored (the detail says so).

@@ -20,10 +20,10 @@ from genai_prices import data_snapshot
 from genai_prices import types as gp
 
 import agentlog as al
-from agentlog.errors import PricingError, UnknownModelWarning
-from agentlog.capture import pricing
-from agentlog.capture.pricing import Cost, Price
+from agentlog import pricing
 from agentlog.capture.providers import Usage, normalize_usage
+from agentlog.errors import PricingError, UnknownModelWarning
+from agentlog.pricing import Cost, Price
 
 WHEN = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 CACHED = Usage(input_tokens=120_000, cached_tokens=100_000, output_tokens=4_000)
@@ -360,7 +360,7 @@ def test_public_names() -> None:
     assert al.pricing is pricing
     assert al.UnknownModelWarning is UnknownModelWarning
     assert issubclass(UnknownModelWarning, UserWarning)
-    assert sorted(pricing.__all__) == ["Cost", "CostSource", "Price", "clear", "cost", "load", "overrides", "set"]
+    assert sorted(pricing.__all__) == ["Cost", "CostSource", "Price", "TokenCounts", "clear", "cost", "load", "overrides", "set"]
 
 
 def test_importing_pricing_does_not_load_the_catalog() -> None:
