@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 
 import orjson
 from collections.abc import Callable, Iterator
@@ -60,6 +61,7 @@ INLINE: Final = 256
 """A container whose encoding is at most this many bytes is written inside its parent."""
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_LONG_INT = re.compile(rb"[0-9]{19}")
 _json = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 
 
@@ -231,9 +233,9 @@ def decode(data: bytes, locations: list[Any], shell: Callable[[str, Any, Any, An
     Returns:
         For a map node ``("m", h, keys, values)``; for a vector node ``("v", h, items, None)``.
     """
-    try:
+    if _LONG_INT.search(data) is None:
         code = orjson.loads(data)
-    except orjson.JSONDecodeError:  # what orjson does not read (integers past 64 bits)
+    else:  # maybe an integer past 64 bits, which orjson would read as a float
         code = json.loads(data)
     it = iter(locations)
     return _decode_node(code, it, shell, blob)

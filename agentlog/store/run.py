@@ -8,6 +8,7 @@ in front of its own, recursively, so a fork of a fork reads as one run.
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -22,7 +23,7 @@ from ..events import STATE_PATCH, BlobRef, Event, lift, registry
 from .lock import writer_is_live
 from .meta import read_meta
 from .segments import empty_table
-from .snapshot import SegmentCache, Snapshot, load_snapshot
+from .snapshot import Segment, SegmentCache, Snapshot, load_snapshot
 from .wal import TornWALWarning
 
 if TYPE_CHECKING:
@@ -198,7 +199,7 @@ class Run:
                 continue
             lo = max(start, seg.first) - seg.first
             hi = min(stop, seg.end) - seg.first
-            yield from _table_events(seg.table.slice(lo, hi - lo), decode, self.id, light)
+            yield from _segment_events(seg, lo, hi, decode, self.id, light)
         for row in snap.tail:
             if start <= row[0] < stop:
                 yield _row_event(row, decode, self.id)
@@ -424,19 +425,29 @@ def _decoder(reader: Callable[[str], bytes]) -> Callable[[str], Any]:
 
     def decode(text: str) -> Any:
         # The hook costs a call per object; only payloads that hold a blob ref pay for it.
-        return json.loads(text, object_hook=hook) if '"$blob"' in text else orjson.loads(text)
+        if '"$blob"' in text:
+            return json.loads(text, object_hook=hook)
+        return json.loads(text) if _LONG_INT.search(text) else orjson.loads(text)
 
     return decode
+
+
+#: 19 digits in a row: maybe an integer past 64 bits, which orjson would read as a float
+#: (silently); the standard library reads it exactly.
+_LONG_INT = re.compile(r"[0-9]{19}")
 
 
 def _payloads(texts: list[str], decode: Callable[[str], Any]) -> list[Any]:
     """Decode a batch of payloads: one orjson call for the batch (the texts are canonical
     JSON objects, so joined with commas they make one array); those with a blob reference
-    go through ``decode`` again to turn the references into :class:`BlobRef` objects."""
-    values: list[Any] = orjson.loads("[" + ",".join(texts) + "]")
-    for i, text in enumerate(texts):
-        if '"$blob"' in text:
-            values[i] = decode(text)
+    (or a long integer) go through ``decode`` again, to turn the references into
+    :class:`BlobRef` objects (or read the integer exactly)."""
+    joined = "[" + ",".join(texts) + "]"
+    values: list[Any] = orjson.loads(joined)
+    if '"$blob"' in joined or _LONG_INT.search(joined) is not None:
+        for i, text in enumerate(texts):
+            if '"$blob"' in text or _LONG_INT.search(text) is not None:
+                values[i] = decode(text)
     return values
 
 
@@ -448,20 +459,45 @@ class PatchRow(NamedTuple):
     payload: Any
 
 
-def _table_events(table: pa.Table, decode: Callable[[str], Any], run_id: str,
-                  light: bool = False) -> Iterator[Any]:
+_LIGHT = ("seq", "type", "payload")
+
+
+def _segment_events(seg: Segment, lo: int, hi: int, decode: Callable[[str], Any], run_id: str,
+                    light: bool) -> Iterator[Any]:
+    """The events of rows ``lo..hi`` of a segment (:func:`_table_events`). ``light``: only
+    seq, type and payload are read, and the other columns only for the stretches that are not
+    all ``state.patch`` (read as :class:`PatchRow` objects)."""
+    if not light:
+        yield from _table_events(seg.slice(lo, hi), decode, run_id)
+        return
+    at = lo
+    for batch in seg.slice(lo, hi, _LIGHT).to_batches(max_chunksize=_BATCH):
+        n = batch.num_rows
+        types = batch.column(1)
+        if types.null_count == 0 and _only(types, STATE_PATCH):
+            seqs = batch.column(0).to_pylist()
+            payloads = _payloads(batch.column(2).to_pylist(), decode)
+            yield from map(PatchRow, seqs, [STATE_PATCH] * n, payloads)
+        else:
+            yield from _table_events(seg.slice(at, at + n), decode, run_id)
+        at += n
+
+
+def _only(types: pa.DictionaryArray, name: str) -> bool:
+    """Whether every value of a dictionary column is ``name``."""
+    dictionary = types.dictionary
+    if len(dictionary) == 1:
+        return bool(dictionary[0].as_py() == name)
+    codes = {i for i, value in enumerate(dictionary.to_pylist()) if value == name}
+    if len(codes) != 1:
+        return False
+    return bool((types.indices.to_numpy() == codes.pop()).all())  # numpy: pyarrow's own import
+
+
+def _table_events(table: pa.Table, decode: Callable[[str], Any], run_id: str) -> Iterator[Any]:
     """Events from a table, a batch of 4,096 rows at a time: columns turned into Python
-    lists once, payloads decoded in bulk (:func:`_payloads`). ``light``: a batch of
-    ``state.patch`` rows only is read as :class:`PatchRow` objects from three columns."""
+    lists once, payloads decoded in bulk (:func:`_payloads`)."""
     for batch in table.to_batches(max_chunksize=_BATCH):
-        if light:
-            types = batch.column(1)
-            if len(types.dictionary) == 1 and types.dictionary[0].as_py() == STATE_PATCH \
-                    and types.null_count == 0:
-                seqs = batch.column(0).to_pylist()
-                payloads = _payloads(batch.column(6).to_pylist(), decode)
-                yield from map(PatchRow, seqs, [STATE_PATCH] * len(seqs), payloads)
-                continue
         cols = [batch.column(i) for i in range(batch.num_columns)]
         cols[5] = cols[5].cast(pa.int64())  # ts: ints, not datetimes
         values = [c.to_pylist() for c in cols]

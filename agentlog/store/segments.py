@@ -25,7 +25,8 @@ from ._fs import fsync_dir, temp_name
 
 __all__ = [
     "COLUMNS", "SCHEMA", "SCHEMA_VERSION", "SCHEMA_VERSION_KEY", "check_schema_version",
-    "empty_table", "parse_segment_name", "read_segment", "rows_to_table", "segment_name",
+    "ROW_GROUP", "empty_table", "parse_segment_name", "read_footer", "read_segment", "rows_to_table",
+    "segment_name",
     "write_segment",
 ]
 
@@ -58,6 +59,11 @@ SCHEMA: Final = pa.schema([
 
 #: Column names in schema order; a row tuple has its values in this order.
 COLUMNS: Final = tuple(SCHEMA.names)
+
+ROW_GROUP: Final = 8192
+"""Rows per Parquet row group in a segment: a reader that wants a few thousand events (the
+fold from a checkpoint, one event) reads and decodes the groups that hold them, not the
+whole segment (65,536 events by default); smaller groups would cost compression."""
 
 _NAME = re.compile(r"events-(\d{12})\.parquet")
 
@@ -122,8 +128,7 @@ def write_segment(directory: Path, table: pa.Table, *, durable: bool = True) -> 
     final = directory / segment_name(first)
     tmp = directory / temp_name(final.name)
     try:
-        # One row group per segment: segments are small enough, and readers seek by file.
-        pq.write_table(table, tmp, compression="zstd", row_group_size=max(len(table), 1),
+        pq.write_table(table, tmp, compression="zstd", row_group_size=max(min(len(table), ROW_GROUP), 1),
                        use_dictionary=["type", "actor", "span_id", "model"])
         if durable:
             fd = os.open(tmp, os.O_RDONLY)
@@ -140,6 +145,35 @@ def write_segment(directory: Path, table: pa.Table, *, durable: bool = True) -> 
     return final
 
 
+def read_footer(path: Path) -> pq.FileMetaData:
+    """Read a sealed segment's footer (row count, row groups), checking its schema version and
+    columns, without reading its rows.
+
+    Raises:
+        SchemaVersionError: the segment was written by a newer agentlog.
+        CorruptSegmentError: the file is not a readable segment (truncated, wrong columns).
+    """
+    try:
+        meta = pq.read_metadata(path)
+        schema = meta.schema.to_arrow_schema()
+    except (pa.ArrowException, OSError) as exc:
+        raise CorruptSegmentError(str(path), f"cannot read the Parquet file ({exc})") from None
+    _check_schema(schema, path)
+    return meta
+
+
+def _check_schema(schema: pa.Schema, path: Path) -> None:
+    found = (schema.metadata or {}).get(SCHEMA_VERSION_KEY.encode())
+    if found is None:
+        raise CorruptSegmentError(str(path), f"no {SCHEMA_VERSION_KEY} in the Parquet metadata; "
+                                             "not an agentlog segment")
+    check_schema_version(found.decode("utf-8", "replace"), path)
+    # A segment rewritten by another tool may differ in small ways (a plain string ``type``,
+    # nullability); accept it if it casts, since verify checks the content anyway.
+    if schema.names != list(COLUMNS):
+        raise CorruptSegmentError(str(path), f"columns {schema.names} are not {list(COLUMNS)}")
+
+
 def read_segment(path: Path) -> pa.Table:
     """Read a sealed segment, checking its schema version and columns.
 
@@ -147,22 +181,14 @@ def read_segment(path: Path) -> pa.Table:
         SchemaVersionError: the segment was written by a newer agentlog.
         CorruptSegmentError: the file is not a readable segment (truncated, wrong columns).
     """
-    try:
-        table = pq.read_table(path)
+    try:  # ParquetFile, not read_table: no dataset layer (which imports pandas) for one file
+        with pq.ParquetFile(path) as f:
+            table = f.read()
     except (pa.ArrowException, OSError) as exc:
         raise CorruptSegmentError(str(path), f"cannot read the Parquet file ({exc})") from None
-    meta = table.schema.metadata or {}
-    found = meta.get(SCHEMA_VERSION_KEY.encode())
-    if found is None:
-        raise CorruptSegmentError(str(path), f"no {SCHEMA_VERSION_KEY} in the Parquet metadata; "
-                                             "not an agentlog segment")
-    check_schema_version(found.decode("utf-8", "replace"), path)
+    _check_schema(table.schema, path)
     if table.schema.equals(SCHEMA, check_metadata=False):
         return table.replace_schema_metadata(SCHEMA.metadata)
-    # A segment rewritten by another tool may differ in small ways (a plain string ``type``,
-    # nullability); accept it if it casts, since verify checks the content anyway.
-    if table.schema.names != list(COLUMNS):
-        raise CorruptSegmentError(str(path), f"columns {table.schema.names} are not {list(COLUMNS)}")
     try:
         return table.cast(SCHEMA)
     except (pa.ArrowException, ValueError) as exc:
