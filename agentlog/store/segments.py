@@ -24,8 +24,17 @@ from ..errors import CorruptSegmentError, SchemaVersionError
 from ._fs import fsync_dir, temp_name
 
 __all__ = [
-    "COLUMNS", "SCHEMA", "SCHEMA_VERSION", "SCHEMA_VERSION_KEY", "check_schema_version",
-    "ROW_GROUP", "empty_table", "parse_segment_name", "read_footer", "read_segment", "rows_to_table",
+    "COLUMNS",
+    "ROW_GROUP",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "SCHEMA_VERSION_KEY",
+    "check_schema_version",
+    "empty_table",
+    "parse_segment_name",
+    "read_footer",
+    "read_segment",
+    "rows_to_table",
     "segment_name",
     "write_segment",
 ]
