@@ -57,7 +57,10 @@ FORMAT: Final = 1
 BLOCK: Final = 64 * 1024
 """Node records are compressed in blocks of about this many bytes."""
 CACHE_BYTES: Final = 64 * 2**20
-"""Decompressed blocks a reader keeps (least recently used first out)."""
+"""Decompressed blocks a reader keeps (least recently used first out). A node is decoded once
+and then lives in the state that holds it; the cache only saves decompressing a block again
+for the next few nodes the fold reads from it, so a few dozen blocks do (a large cache would
+hold the checkpoints' bytes beside the nodes made of them)."""
 EVERY: Final = 16_384
 """Events between the checkpoints a recording writes (besides one at each seal), and the
 default of ``agentlog checkpoint``: the first ``state_at(n)`` in a new process folds at most
@@ -564,7 +567,7 @@ class CheckpointWriter:
                     "reducers": self.fingerprint, "root": code, "root_at": root_at, "packs": packs,
                     "nodes_written": sink.written}
         target = folder / f"ckpt-{tag}.json"
-        write_atomic(target, json.dumps(manifest, indent=1).encode(), durable=self.durable)
+        write_atomic(target, json.dumps(manifest, separators=(",", ":")).encode(), durable=self.durable)
         if self.durable:
             fsync_dir(folder)
         return target
