@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -133,27 +133,41 @@ class ResponseCache:
 
     Calls are matched by key (the request hash), so the same request asked twice is answered
     as it was the first and the second time. Values such as ``rec.now()`` have no key and are
-    served in recorded order. The events are read on the first lookup, not before: a fork
-    that makes no call past its cut never reads its parent's tail.
+    served in recorded order. The events are read as lookups need them, in order, and only as
+    far as the answer asked for: a fork whose calls are the ones its parent made next reads
+    its parent's tail a batch at a time, not the whole tail at its first call (a call the
+    parent never made reads to the end, once).
     """
 
     def __init__(self, events: Iterable[Event]) -> None:
-        self._events: Iterable[Event] | None = events
+        self._events: Iterator[Event] | None = iter(events)
         self._answers: dict[tuple[str, str], deque[Event]] = defaultdict(deque)
 
+    def _read(self, until: tuple[str, str] | None = None) -> None:
+        """Index the events not read yet, up to the first answer for ``until`` (all if None)."""
+        events = self._events
+        if events is None:
+            return
+        answers = self._answers
+        for event in events:
+            if event.type in RESPONSE_TYPES:
+                key = str(event.payload.get("key", ""))
+                kind = str(event.payload.get("kind", event.type)) if event.type == ERROR else event.type
+                answers[(kind, key)].append(event)
+                if (kind, key) == until:
+                    return
+        self._events = None
+
     def _index(self) -> dict[tuple[str, str], deque[Event]]:
-        if self._events is not None:
-            events, self._events = self._events, None
-            for event in events:
-                if event.type in RESPONSE_TYPES:
-                    key = str(event.payload.get("key", ""))
-                    kind = str(event.payload.get("kind", event.type)) if event.type == ERROR else event.type
-                    self._answers[(kind, key)].append(event)
+        self._read()
         return self._answers
 
     def take(self, kind: str, key: str) -> Event | None:
         """Pop the next recorded answer for this call, or ``None`` when there is none."""
-        queue = self._index().get((kind, key))
+        queue = self._answers.get((kind, key))
+        if not queue:
+            self._read(until=(kind, key))
+            queue = self._answers.get((kind, key))
         return queue.popleft() if queue else None
 
     def keys(self, kind: str) -> list[str]:

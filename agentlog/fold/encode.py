@@ -61,15 +61,16 @@ INLINE: Final = 256
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _json = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
-#: Digits to "0", "." kept, every other byte to " ": a run of 19 digits that is not a
-#: fraction's shows as " " followed by 19 "0" (one translate and one find, in C).
-_MARKS = bytes(ord("0") if 48 <= c <= 57 else c if c == ord(".") else ord(" ")
+#: Digits to "0"; ":", ",", "[" and "-" (what comes before an integer in canonical JSON) to " ";
+#: every other byte to "x": an integer of 19 digits or more shows as " " and 19 "0" (one
+#: translate and one find, in C), a fraction's digits or a hex digest's do not.
+_MARKS = bytes(ord("0") if 48 <= c <= 57 else ord(" ") if chr(c) in ":,[-" else ord("x")
                for c in range(256))
 _INT19 = b" " + b"0" * 19
 
 
 def _long_int(data: bytes) -> bool:
-    """Whether ``data`` may hold an integer literal past 64 bits (19 digits not after a "."),
+    """Whether ``data`` may hold an integer literal past 64 bits (19 digits or more),
     which orjson would read as a float, silently; the standard library reads it exactly. (A
     string holding such digits says yes too: it is then read by the standard library, the
     same value more slowly.)"""

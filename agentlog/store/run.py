@@ -21,7 +21,7 @@ from ..errors import EventNotFoundError, EventSchemaError
 from ..events import STATE_PATCH, BlobRef, Event, lift, registry
 from .lock import writer_is_live
 from .meta import read_meta
-from .segments import empty_table
+from .segments import SCHEMA, empty_table
 from .snapshot import Segment, SegmentCache, Snapshot, load_snapshot
 from .wal import TornWALWarning
 
@@ -202,6 +202,32 @@ class Run:
         for row in snap.tail:
             if start <= row[0] < stop:
                 yield _row_event(row, decode, self.id)
+
+    def _columns(self, names: tuple[str, ...], start: int = 0, stop: int | None = None) -> pa.Table:
+        """Columns ``names`` of the events with ``start <= seq < stop`` (a fork's parent prefix
+        included), reading only those columns of the row groups that hold them."""
+        snap = self._snapshot()
+        stop = snap.end if stop is None else min(stop, snap.end)
+        schema = pa.schema([SCHEMA.field(name) for name in names])
+        parts: list[pa.Table] = []
+        at = self.fork_seq
+        if at is not None and start <= at and start < stop:
+            parent = self.parent
+            assert parent is not None
+            parts.append(parent._columns(names, start, min(stop, at + 1)))
+            start = at + 1
+        for seg in snap.segments:
+            if seg.first < stop and seg.end > start:
+                lo, hi = max(start, seg.first) - seg.first, min(stop, seg.end) - seg.first
+                parts.append(seg.slice(lo, hi, names))
+        if snap.tail and start < stop:
+            tail = snap.tail_table().select(list(names))
+            first = int(snap.tail[0][0])
+            lo = max(start - first, 0)
+            parts.append(tail.slice(lo, max(stop - first - lo, 0)))
+        if not parts:
+            return schema.empty_table()
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
     def _hash_at(self, seq: int) -> str | None:
         """The stored hash of event ``seq`` (the parent's for a fork's prefix), read from the
@@ -444,15 +470,16 @@ def _decoder(reader: Callable[[str], bytes]) -> Callable[[str], Any]:
     return decode
 
 
-#: Digits to "0", "." kept, every other byte to " ": a run of 19 digits that is not a
-#: fraction's shows as " " followed by 19 "0" (one translate and one find, in C).
-_MARKS = bytes(ord("0") if 48 <= c <= 57 else c if c == ord(".") else ord(" ")
+#: Digits to "0"; ":", ",", "[" and "-" (what comes before an integer in canonical JSON) to " ";
+#: every other byte to "x": an integer of 19 digits or more shows as " " and 19 "0" (one
+#: translate and one find, in C), a fraction's digits or a hex digest's do not.
+_MARKS = bytes(ord("0") if 48 <= c <= 57 else ord(" ") if chr(c) in ":,[-" else ord("x")
                for c in range(256))
 _INT19 = b" " + b"0" * 19
 
 
 def _long_int(text: str) -> bool:
-    """Whether ``text`` may hold an integer literal past 64 bits (19 digits not after a "."),
+    """Whether ``text`` may hold an integer literal past 64 bits (19 digits or more),
     which orjson would read as a float, silently; the standard library reads it exactly. (A
     string holding such digits says yes too: it is then read by the standard library, the
     same value more slowly.)"""

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import os
 import re
+from array import array
 from collections.abc import Sequence
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Final
 
@@ -111,12 +113,51 @@ def check_schema_version(found: Any, path: str | os.PathLike[str]) -> None:
 
 
 def rows_to_table(rows: Sequence[tuple[Any, ...]]) -> pa.Table:
-    """Build a table in :data:`SCHEMA` from row tuples in :data:`COLUMNS` order."""
+    """Build a table in :data:`SCHEMA` from row tuples in :data:`COLUMNS` order.
+
+    The columns are assembled from their buffers (:func:`_column`), not with ``pa.array``,
+    whose first call imports pandas (0.3 s or more): a writer that seals, and so every
+    recording, fork or resume that closes a run, would pay it. The values are the writer's,
+    already checked (ints, floats, strings or None).
+    """
     if not rows:
         return empty_table()
     columns = list(zip(*rows, strict=True))
-    arrays = [pa.array(values, type=field.type) for values, field in zip(columns, SCHEMA, strict=True)]
+    arrays = [_column(list(values), field.type) for values, field in zip(columns, SCHEMA, strict=True)]
     return pa.Table.from_arrays(arrays, schema=SCHEMA)
+
+
+def _validity(values: list[Any]) -> tuple[pa.Buffer | None, int]:
+    """The validity bitmap of ``values`` (None: null) and the null count."""
+    nulls = values.count(None)
+    if not nulls:
+        return None, 0
+    bits = bytearray((len(values) + 7) // 8)
+    for i, value in enumerate(values):
+        if value is not None:
+            bits[i >> 3] |= 1 << (i & 7)
+    return pa.py_buffer(bytes(bits)), nulls
+
+
+def _column(values: list[Any], type: pa.DataType) -> pa.Array:
+    """One column of :func:`rows_to_table` from its buffers (see there why)."""
+    n = len(values)
+    if pa.types.is_dictionary(type):
+        codes: dict[Any, int] = {}
+        indices = [None if v is None else codes.setdefault(v, len(codes)) for v in values]
+        return pa.DictionaryArray.from_arrays(_column(indices, type.index_type),
+                                              _column(list(codes), type.value_type))
+    valid, nulls = _validity(values)
+    if pa.types.is_string(type):
+        data = [b"" if v is None else v.encode("utf-8") for v in values]
+        offsets = array("i", [0])
+        offsets.extend(accumulate(map(len, data)))
+        return pa.Array.from_buffers(type, n, [valid, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))],
+                                     null_count=nulls)
+    code = "d" if pa.types.is_floating(type) else "i" if type.bit_width == 32 else "q"
+    zero = 0.0 if code == "d" else 0
+    numbers = array(code, values if not nulls else [zero if v is None else v for v in values])
+    return pa.Array.from_buffers(type, n, [valid, pa.py_buffer(numbers)], null_count=nulls)
 
 
 def empty_table() -> pa.Table:
