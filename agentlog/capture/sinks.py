@@ -260,7 +260,7 @@ class WriterSink:
                 self._next is not None and event.seq >= self._next):
             from ..store.checkpoints import EVERY
             self._due = None
-            self._next = (event.seq // EVERY + 1) * EVERY - 1
+            self._next = ((event.seq + 1) // EVERY + 1) * EVERY - 1  # the last seq of the next stretch
             if self._checkpoints is not None:
                 self._checkpoint(event.seq, event.hash)
 

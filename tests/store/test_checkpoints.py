@@ -202,6 +202,22 @@ def test_a_recording_checkpoints_at_its_seals_and_at_close(tmp_path: Path) -> No
     assert not (small.path / "checkpoints").exists()  # a small run folds in milliseconds
 
 
+def test_a_recording_checkpoints_once_per_stretch(tmp_path: Path) -> None:
+    from agentlog.capture.recorder import Recorder
+    from agentlog.capture.session import drive
+    from agentlog.capture.sinks import WriterSink
+    from agentlog.store.checkpoints import EVERY
+
+    store = Store(tmp_path)
+    w = store.create_run(run_id="rec", durability="none", segment_events=10 * EVERY)
+    drive(Recorder(WriterSink(w)),
+          lambda rec: [rec.patch([{"op": "add", "path": f"/k{i % 50}", "value": i}]) for i in range(EVERY + 100)] and 0)
+    w.close()
+    run = store.run("rec")
+    # one at the end of the first stretch of EVERY events (not again at the event after it), one at close
+    assert [c.seq for c in list_checkpoints(run.path)] == [EVERY - 1, len(run) - 1]
+
+
 def test_the_checkpoint_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from agentlog.cli import main
 
