@@ -42,7 +42,7 @@ from .persistent import PMap
 from .reducers import Reducer, Reducers, patch_vars, reducer_name
 from .values import EMPTY_MAP, State, freeze
 
-__all__ = ["DEFAULT_EVERY", "KEEP", "MAX_SNAPSHOTS", "EventSource", "EventsFn", "SnapshotIndex",
+__all__ = ["DEFAULT_EVERY", "KEEP", "MAX_SNAPSHOTS", "RECENT", "EventSource", "EventsFn", "SnapshotIndex",
            "StoredFn", "as_events_fn", "default_every", "fold"]
 
 DEFAULT_EVERY: Final = 1_000
@@ -75,6 +75,9 @@ EventsFn: TypeAlias = Callable[[int, int], Iterable[Event]]
 StoredFn: TypeAlias = Callable[[int], "tuple[int, State] | None"]
 """``stored(n)``: the nearest stored state at or before the state after event ``n``, as
 ``(seq, state)``, or ``None`` (a store's checkpoints, which the shell reads)."""
+
+RECENT: Final = 64
+"""With stored states, ``at(n)`` keeps the states after the last this many events it folded."""
 
 KEEP: Final = 16
 """With stored states to fall back on, an index keeps at most this many snapshots in memory
@@ -312,6 +315,7 @@ class SnapshotIndex:
         self._snapshots: list[State] = [self._initial]  # [j]: the state after j * every events
         self._folded = 0  # events the bulk fold has covered
         self._last: tuple[int, State] | None = None  # the latest at() answer, to step on from
+        self._recent: dict[int, State] = {}  # with stored: the states after the last few events folded
         self._stored = stored
         # what the fold reads: may give, for state.patch, a lighter object with only seq,
         # type and payload (all the fast path reads), when that path is on
@@ -441,6 +445,9 @@ class SnapshotIndex:
             IndexError: ``n`` is outside ``-1 .. len - 1``.
             ReducerError: a reducer raised.
         """
+        recent = self._recent.get(n)
+        if recent is not None:
+            return recent
         seq, state = self.at_or_before(n)
         if seq == n:
             return state
@@ -450,13 +457,34 @@ class SnapshotIndex:
             if seq == n:
                 return state
         if self._stored is not None:
-            state, folded = _drive(self._fold_events(seq + 1, n + 1), self._reducers, state,
-                                   every=self._every, done=seq + 1, on_boundary=self._keep)
+            state, folded = self._fold_to(seq, state, n)
         else:
             state, folded = _drive(self._fold_events(seq + 1, n + 1), self._reducers, state)
         self._check_read(seq + 1, n + 1, folded)
         self._last = (n, state)
         return state
+
+    def _fold_to(self, seq: int, state: State, n: int) -> tuple[State, int]:
+        """With stored states: fold from the state after ``seq`` to the state after ``n``,
+        keeping the snapshots passed and the states after each of the last :data:`RECENT`
+        events (a caller that asks for ``n`` often asks next for a state just before it: the
+        start of the step ``n`` is in, say)."""
+        tail = max(seq + 1, n + 1 - RECENT)
+        folded = 0
+        if tail > seq + 1:
+            state, folded = _drive(self._fold_events(seq + 1, tail), self._reducers, state,
+                                   every=self._every, done=seq + 1, on_boundary=self._keep)
+        recent: dict[int, State] = {}
+        table = self._reducers._table
+        with _collector_paused():
+            for event in self._events(tail, n + 1):
+                state = _step(table, state, event)
+                recent[event.seq] = state
+                folded += 1
+                if (event.seq + 1) % self._every == 0:
+                    self._keep(event.seq + 1, state)
+        self._recent = recent
+        return state, folded
 
     def states(self, start: int = 0, stop: int | None = None) -> Iterator[tuple[Event, State]]:
         """Yield ``(event, state after it)`` for ``start <= seq < stop``, O(1) per step.
