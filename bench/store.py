@@ -63,7 +63,7 @@ def append_rate(root: Path, mode: str, n: int, tag: str) -> tuple[float, bytes]:
     w = st.create_run(run_id=f"append-{mode}", durability=mode, segment_events=n + 1)  # keep every line in the WAL
     t0 = time.perf_counter()
     for i in range(n):
-        w.emit("tool.result", {"i": i, "name": "search", "result": "ok"}, actor="bench")
+        w.emit("tool.result", {"key": f"k{i}", "name": "search", "result": "ok"}, actor="bench")
     w.flush()
     t_read = time.perf_counter()
     wal = (w.path / "wal.jsonl").read_bytes()  # for the raw baseline: read before close seals it

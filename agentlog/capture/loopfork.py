@@ -33,12 +33,15 @@ def made_by(run: Any, at: int, program: AgentProgram) -> bool:
     """Whether the loop spans of the run up to ``at`` are this agent's (their actor is its
     name): folding to the cut trusts that the prefix is what this program would have done,
     which only a replay checks, so another program is forked by replay and diverges there."""
-    import pyarrow.compute as pc
-
-    table = run.table().slice(0, at + 1).select(["type", "actor"])
-    spans = table.filter(pc.equal(table.column("type").cast("string"), SPAN_STARTED))
-    actors = [a for a in spans.column("actor").to_pylist() if a is not None]
-    return bool(actors) and actors[-1] == program.name
+    table = run._columns(("type", "actor"), 0, at + 1)  # two columns, not every event
+    for batch in reversed(table.to_batches()):  # the last span.started with an actor decides
+        types, actors = batch.column(0), batch.column(1)
+        codes = {i for i, name in enumerate(types.dictionary.to_pylist()) if name == SPAN_STARTED}
+        indices = types.indices.to_pylist()
+        for i in range(len(indices) - 1, -1, -1):
+            if indices[i] in codes and (actor := actors[i].as_py()) is not None:
+                return bool(actor == program.name)
+    return False
 
 
 def step_boundary(run: Any, at: int, program: AgentProgram) -> tuple[int, Any] | None:

@@ -10,8 +10,13 @@ changing a single result, **the ``state.patch`` fast path**: When ``state.patch`
   one-event-at-a-time path exactly (:func:`~agentlog.fold.determinism.check_determinism`
   compares the two).
 
-The fold touches nothing outside its arguments: no switch of the garbage collector, no cache
-that outlives a call (the parsed pointers of one fold are kept for that fold only).
+The fold touches nothing outside its arguments and leaves nothing behind: no cache that
+outlives a call (the parsed pointers of one fold are kept for that fold only). A fold of many
+events pauses the cyclic garbage collector for the duration of that call and turns it back on
+before it returns (:func:`_collector_paused`): a fold allocates many containers and frees
+almost none in cycles, so the collector's passes, which walk every live container (the
+states among them), cost up to a third of a long fold and find nothing. A collector that
+was off when the call began stays off.
 
 :class:`SnapshotIndex` keeps the state after every K-th event (K = ``every``; by default
 1,000, more for runs over 256,000 events: see :func:`default_every`), built lazily by one bulk
@@ -24,8 +29,10 @@ Pure: the index reads events through a callable the caller passes; it never open
 
 from __future__ import annotations
 
+import gc
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, Final, Protocol, TypeAlias
 
 from ..errors import FoldError, ReducerError
@@ -35,7 +42,7 @@ from .persistent import PMap
 from .reducers import Reducer, Reducers, patch_vars, reducer_name
 from .values import EMPTY_MAP, State, freeze
 
-__all__ = ["DEFAULT_EVERY", "KEEP", "MAX_SNAPSHOTS", "EventSource", "EventsFn", "SnapshotIndex",
+__all__ = ["DEFAULT_EVERY", "KEEP", "MAX_SNAPSHOTS", "RECENT", "EventSource", "EventsFn", "SnapshotIndex",
            "StoredFn", "as_events_fn", "default_every", "fold"]
 
 DEFAULT_EVERY: Final = 1_000
@@ -68,6 +75,9 @@ EventsFn: TypeAlias = Callable[[int, int], Iterable[Event]]
 StoredFn: TypeAlias = Callable[[int], "tuple[int, State] | None"]
 """``stored(n)``: the nearest stored state at or before the state after event ``n``, as
 ``(seq, state)``, or ``None`` (a store's checkpoints, which the shell reads)."""
+
+RECENT: Final = 64
+"""With stored states, ``at(n)`` keeps the states after the last this many events it folded."""
 
 KEEP: Final = 16
 """With stored states to fall back on, an index keeps at most this many snapshots in memory
@@ -148,6 +158,25 @@ def _commit(state: State, slot: Slot, before: Any) -> State:
     return state if after is before else state.set("vars", after)
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the ``with`` block, then as it was before.
+
+    Scoped to one fold call (nothing is paused between calls, or while a caller iterates
+    :meth:`SnapshotIndex.states`). Reference counting frees everything a fold drops as it
+    goes; only cycles wait for the collector, and a fold makes none of its own (a reducer
+    that makes some has them collected at the next pass after the call).
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def _drive(events: Iterable[Event], reducers: Reducers, state: State, *, every: int = 0,
            done: int = 0, on_boundary: Callable[[int, State], None] | None = None,
            ) -> tuple[State, int]:
@@ -155,7 +184,14 @@ def _drive(events: Iterable[Event], reducers: Reducers, state: State, *, every: 
 
     ``done`` is how many events of the run came before these; with ``every``, call
     ``on_boundary(k, state)`` whenever the first ``k`` events (a multiple of ``every``) are in.
+    The collector is paused while it runs (:func:`_collector_paused`).
     """
+    with _collector_paused():
+        return _fold_loop(events, reducers, state, every, done, on_boundary)
+
+
+def _fold_loop(events: Iterable[Event], reducers: Reducers, state: State, every: int, done: int,
+               on_boundary: Callable[[int, State], None] | None) -> tuple[State, int]:
     table = reducers._table
     get = table.get
     fast = table.get(STATE_PATCH) == (patch_vars,)
@@ -279,6 +315,7 @@ class SnapshotIndex:
         self._snapshots: list[State] = [self._initial]  # [j]: the state after j * every events
         self._folded = 0  # events the bulk fold has covered
         self._last: tuple[int, State] | None = None  # the latest at() answer, to step on from
+        self._recent: dict[int, State] = {}  # with stored: the states after the last few events folded
         self._stored = stored
         # what the fold reads: may give, for state.patch, a lighter object with only seq,
         # type and payload (all the fast path reads), when that path is on
@@ -408,6 +445,9 @@ class SnapshotIndex:
             IndexError: ``n`` is outside ``-1 .. len - 1``.
             ReducerError: a reducer raised.
         """
+        recent = self._recent.get(n)
+        if recent is not None:
+            return recent
         seq, state = self.at_or_before(n)
         if seq == n:
             return state
@@ -417,13 +457,34 @@ class SnapshotIndex:
             if seq == n:
                 return state
         if self._stored is not None:
-            state, folded = _drive(self._fold_events(seq + 1, n + 1), self._reducers, state,
-                                   every=self._every, done=seq + 1, on_boundary=self._keep)
+            state, folded = self._fold_to(seq, state, n)
         else:
             state, folded = _drive(self._fold_events(seq + 1, n + 1), self._reducers, state)
         self._check_read(seq + 1, n + 1, folded)
         self._last = (n, state)
         return state
+
+    def _fold_to(self, seq: int, state: State, n: int) -> tuple[State, int]:
+        """With stored states: fold from the state after ``seq`` to the state after ``n``,
+        keeping the snapshots passed and the states after each of the last :data:`RECENT`
+        events (a caller that asks for ``n`` often asks next for a state just before it: the
+        start of the step ``n`` is in, say)."""
+        tail = max(seq + 1, n + 1 - RECENT)
+        folded = 0
+        if tail > seq + 1:
+            state, folded = _drive(self._fold_events(seq + 1, tail), self._reducers, state,
+                                   every=self._every, done=seq + 1, on_boundary=self._keep)
+        recent: dict[int, State] = {}
+        table = self._reducers._table
+        with _collector_paused():
+            for event in self._events(tail, n + 1):
+                state = _step(table, state, event)
+                recent[event.seq] = state
+                folded += 1
+                if (event.seq + 1) % self._every == 0:
+                    self._keep(event.seq + 1, state)
+        self._recent = recent
+        return state, folded
 
     def states(self, start: int = 0, stop: int | None = None) -> Iterator[tuple[Event, State]]:
         """Yield ``(event, state after it)`` for ``start <= seq < stop``, O(1) per step.

@@ -614,22 +614,17 @@ def update_map(base: PMap[Any, Any], changes: Mapping[Any, Any]) -> PMap[Any, An
     if not changes:
         return base
     try:
-        ordered = sorted(changes.items(), key=_first)
+        ikeys = sorted(changes)
     except TypeError:
         bad = next(k for k in changes if not isinstance(k, str))
         raise _key_error(bad) from None
-    if not isinstance(ordered[0][0], str) or not isinstance(ordered[-1][0], str):
-        raise _key_error(ordered[0][0] if not isinstance(ordered[0][0], str) else ordered[-1][0])
-    ikeys = [k for k, _ in ordered]
-    ivals = [v for _, v in ordered]
+    if not isinstance(ikeys[0], str) or not isinstance(ikeys[-1], str):
+        raise _key_error(ikeys[0] if not isinstance(ikeys[0], str) else ikeys[-1])
+    ivals = list(map(changes.__getitem__, ikeys))
     frags = _update_node(base, ikeys, ivals, 0, len(ikeys))
     if len(frags) == 1 and frags[0] is base:
         return base
     return _finish(list(frags))
-
-
-def _first(pair: tuple[Any, Any]) -> Any:
-    return pair[0]
 
 
 def map_of_dict(items: dict[str, Any]) -> PMap[Any, Any]:

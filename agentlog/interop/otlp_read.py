@@ -21,8 +21,9 @@ processor. Shell code (reads files); the result is pure data.
 from __future__ import annotations
 
 import base64
-import re
 import binascii
+import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -153,12 +154,23 @@ def request_of_json(request: Mapping[str, Any], name: str, line: int | None) -> 
             rs["scopeSpans"] = [_json_scope(ss, name, line) for ss in scopes] if isinstance(scopes, list) \
                 else scopes
         resources.append(rs)
+    _check_text(resources, name, line)
     message = ExportTraceServiceRequest()
     try:
         json_format.ParseDict({"resourceSpans": resources}, message, ignore_unknown_fields=True)
     except json_format.ParseError as exc:
         raise _parse_error(exc, name, line) from None
     return message
+
+
+def _check_text(value: Any, name: str, line: int | None) -> None:
+    """Refuse text that is not Unicode (a lone surrogate, as ``\\udc80`` in JSON may write):
+    protobuf's parser fails on it inside C with a ``SystemError`` instead of a parse error."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InteropFormatError(name, line, f"holds text that is not valid Unicode ({exc.reason} "
+                                             f"at character {exc.start})") from None
 
 
 def _parse_error(exc: Exception, name: str, line: int | None) -> InteropFormatError:

@@ -35,7 +35,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, NoReturn
 
 from ..errors import CheckpointError, CheckpointWarning
 from ..events import BlobRef
@@ -47,8 +47,8 @@ if TYPE_CHECKING:
     from ..fold import Reducers
     from .run import Run
 
-__all__ = ["CHECKPOINTS", "CLOSE_MIN", "EVERY", "FORMAT", "Checkpoint", "CheckpointWriter", "NodeReader", "build_checkpoints",
-           "list_checkpoints", "load_checkpoint", "nearest_checkpoint"]
+__all__ = ["CHECKPOINTS", "CLOSE_MIN", "EVERY", "FORMAT", "Checkpoint", "CheckpointWriter", "Named", "NodeReader",
+           "build_checkpoints", "list_checkpoints", "load_checkpoint", "named_checkpoints", "nearest_checkpoint"]
 
 CHECKPOINTS: Final = "checkpoints"
 """The folder of a run's checkpoints, inside the run's folder."""
@@ -57,7 +57,10 @@ FORMAT: Final = 1
 BLOCK: Final = 64 * 1024
 """Node records are compressed in blocks of about this many bytes."""
 CACHE_BYTES: Final = 64 * 2**20
-"""Decompressed blocks a reader keeps (least recently used first out)."""
+"""Decompressed blocks a reader keeps (least recently used first out). A node is decoded once
+and then lives in the state that holds it; the cache only saves decompressing a block again
+for the next few nodes the fold reads from it, so a few dozen blocks do (a large cache would
+hold the checkpoints' bytes beside the nodes made of them)."""
 EVERY: Final = 16_384
 """Events between the checkpoints a recording writes (besides one at each seal), and the
 default of ``agentlog checkpoint``: the first ``state_at(n)`` in a new process folds at most
@@ -109,9 +112,9 @@ class NodeReader:
         self.root = root
         self._blobs = blobs
         self._lock = threading.RLock()
-        self._packs: dict[str, tuple[str, int]] = {}   # verified: path -> (sha256, size)
+        self._packs: dict[str, tuple[str, int]] = {}   # named by a manifest: path -> (sha256, size)
         self._bad: dict[str, str] = {}                  # path -> why it failed
-        self._tables: dict[str, list[tuple[int, int, int]]] = {}
+        self._tables: dict[str, list[tuple[int, int, int]]] = {}  # opened: path -> block table
         self._blocks: OrderedDict[tuple[str, int], bytes] = OrderedDict()
         self._cached = 0
         self._nodes: weakref.WeakValueDictionary[bytes, Any] = weakref.WeakValueDictionary()
@@ -119,29 +122,92 @@ class NodeReader:
 
     # -- packs ----------------------------------------------------------------------------
 
+    def expect_pack(self, pack: str, sha256: str, size: int) -> None:
+        """Note the hash and size a manifest recorded for a pack. Nothing is read now: the pack's
+        size and block table are checked when a node is first read from it, and every node
+        against its digest (SHA-256) before it is used; a node that fails makes the whole pack
+        be hashed, to say why (:meth:`verify_pack`). So opening a checkpoint reads the packs
+        its state touches, not every pack it names.
+
+        Raises:
+            CheckpointError: the pack failed before, or two manifests record it differently
+                and its bytes match neither.
+        """
+        with self._lock:
+            if pack in self._bad:
+                raise CheckpointError(str(self.root / pack), self._bad[pack])
+            known = self._packs.get(pack)
+            if known is None:
+                self._packs[pack] = (sha256, size)
+            elif known != (sha256, size):  # two manifests disagree: the bytes decide
+                self.verify_pack(pack, sha256, size)
+
     def verify_pack(self, pack: str, sha256: str, size: int) -> None:
-        """Check a pack file against the hash and size its manifest recorded (once per process).
+        """Check a whole pack file against the hash and size a manifest recorded.
 
         Raises:
             CheckpointError: the file is missing, of another size, or hashes otherwise.
         """
         with self._lock:
-            known = self._packs.get(pack)
-            if known == (sha256, size):
-                return
             if pack in self._bad:
                 raise CheckpointError(str(self.root / pack), self._bad[pack])
             path = self.root / pack
             try:
                 data = path.read_bytes()
             except OSError as exc:
-                return self._fail(pack, f"cannot read the pack ({exc.strerror or exc})")
+                self._fail(pack, f"cannot read the pack ({exc.strerror or exc})")
             if len(data) != size or hashlib.sha256(data).hexdigest() != sha256:
-                return self._fail(pack, "the pack's bytes differ from what its manifest recorded")
+                self._fail(pack, "the pack's bytes differ from what its manifest recorded")
             self._tables[pack] = _block_table(data, str(path))
             self._packs[pack] = (sha256, size)
 
-    def _fail(self, pack: str, why: str) -> None:
+    def _open(self, pack: str) -> list[tuple[int, int, int]]:
+        """A pack's block table, read from its end (its size checked against the manifest's)."""
+        table = self._tables.get(pack)
+        if table is not None:
+            return table
+        if pack in self._bad:
+            raise CheckpointError(str(self.root / pack), self._bad[pack])
+        known = self._packs.get(pack)
+        if known is None:
+            raise CheckpointError(str(self.root / pack), "no manifest read names the pack")
+        size = known[1]
+        where = str(self.root / pack)
+        try:
+            with open(self.root / pack, "rb") as f:
+                if os.fstat(f.fileno()).st_size != size:
+                    self._fail(pack, "the pack's bytes differ from what its manifest recorded")
+                head = f.read(len(_MAGIC))
+                f.seek(max(size - 12, 0))
+                end = f.read(12)
+                n = int.from_bytes(end[:8], "little")
+                if len(end) == 12 and n <= size - 12 - len(_MAGIC):
+                    f.seek(size - 12 - n)
+                    end = f.read(n + 12)
+        except OSError as exc:
+            self._fail(pack, f"cannot read the pack ({exc.strerror or exc})")
+        try:
+            table = _block_table(head + end, where)
+        except CheckpointError as exc:
+            self.explain(pack, exc.problem)
+        self._tables[pack] = table
+        return table
+
+    def explain(self, pack: str, why: str) -> NoReturn:
+        """A node or block of ``pack`` failed a check: hash the whole pack to say whether its
+        bytes changed, and stop using it.
+
+        Raises:
+            CheckpointError: always.
+        """
+        with self._lock:
+            known = self._packs.get(pack)
+            if known is not None and pack not in self._bad:
+                self._tables.pop(pack, None)
+                self.verify_pack(pack, *known)  # raises if the bytes changed
+            self._fail(pack, self._bad.get(pack, why))
+
+    def _fail(self, pack: str, why: str) -> NoReturn:
         self._bad[pack] = why
         raise CheckpointError(str(self.root / pack), why)
 
@@ -180,14 +246,15 @@ class NodeReader:
             if data is not None:
                 self._blocks.move_to_end(key)
                 return data
-            if pack not in self._packs:
-                raise CheckpointError(str(self.root / pack), "the pack was not verified before use")
-            offset, clen, ulen = self._tables[pack][block]
-            with open(self.root / pack, "rb") as f:
-                f.seek(offset)
-                raw = f.read(clen)
-            import pyarrow as pa
-            data = bytes(pa.decompress(raw, decompressed_size=ulen, codec="zstd", asbytes=True))
+            table = self._open(pack)
+            try:
+                offset, clen, ulen = table[block]
+                with open(self.root / pack, "rb") as f:
+                    f.seek(offset)
+                    raw = f.read(clen)
+                data = _decompress(raw, ulen)
+            except (IndexError, OSError, ValueError) as exc:
+                self.explain(pack, f"block {block} does not read ({type(exc).__name__}: {exc})")
             self._blocks[key] = data
             self._cached += len(data)
             while self._cached > CACHE_BYTES and len(self._blocks) > 1:
@@ -206,8 +273,7 @@ class NodeReader:
         record = self._block(loc.pack, loc.block)[loc.offset:loc.offset + loc.length]
         data, _, tail = record.partition(b"\n")
         if hashlib.sha256(data).digest() != node._d:
-            raise CheckpointError(str(self.root / loc.pack),
-                                  f"node {node._d.hex()[:16]}… does not match its digest (changed on disk)")
+            self.explain(loc.pack, f"node {node._d.hex()[:16]}… does not match its digest (changed on disk)")
         try:
             table = json.loads(tail)
             packs = table["p"]
@@ -217,8 +283,7 @@ class NodeReader:
         except CheckpointError:
             raise
         except Exception as exc:  # noqa: BLE001 - a record that hashes right but does not parse
-            raise CheckpointError(str(self.root / loc.pack), f"node {node._d.hex()[:16]}… does not "
-                                  f"decode ({type(exc).__name__}: {exc})") from None
+            self.explain(loc.pack, f"node {node._d.hex()[:16]}… does not decode ({type(exc).__name__}: {exc})")
 
     def shell(self, kind: str, digest: bytes, shape: Any, at: Any) -> Any:
         """The node for a reference: the one already in memory with this digest, else a shell."""
@@ -243,6 +308,11 @@ class NodeReader:
     def blob(self, obj: dict[str, Any]) -> BlobRef:
         """A blob reference inside a state, attached to the store's blobs."""
         return BlobRef.from_json(obj, self._blobs)
+
+
+def _decompress(raw: bytes, size: int) -> bytes:
+    import pyarrow as pa  # zstd; pyarrow is imported by the store already
+    return bytes(pa.decompress(raw, decompressed_size=size, codec="zstd", asbytes=True))
 
 
 def _block_table(data: bytes, where: str) -> list[tuple[int, int, int]]:
@@ -356,9 +426,20 @@ def checkpoint_dir(run_dir: Path) -> Path:
     return run_dir / CHECKPOINTS
 
 
-def list_checkpoints(run_dir: Path) -> list[Checkpoint]:
-    """The manifests in a run's checkpoints folder that parse, by seq (unreadable ones are
-    skipped: they are derived data, and ``state_at`` folds from the log without them)."""
+class Named(NamedTuple):
+    """A checkpoint as its manifest's file name tells it (nothing read)."""
+
+    seq: int
+    """The state is the one after this event."""
+    tag: str
+    """The first 16 hex digits of the reducers' fingerprint."""
+    path: Path
+    """The manifest file."""
+
+
+def named_checkpoints(run_dir: Path) -> list[Named]:
+    """The manifests in a run's checkpoints folder by their names, in seq order (one directory
+    listing: a reader picks one by seq and reducers and reads that manifest alone)."""
     folder = checkpoint_dir(run_dir)
     try:
         names = os.listdir(folder)
@@ -366,13 +447,22 @@ def list_checkpoints(run_dir: Path) -> list[Checkpoint]:
         return []
     found = []
     for name in names:
-        if _NAME.fullmatch(name) is None:
-            continue
+        m = _NAME.fullmatch(name)
+        if m is not None:
+            found.append(Named(int(m.group(1)), m.group(2), folder / name))
+    found.sort(key=lambda c: (c.seq, c.path.name))
+    return found
+
+
+def list_checkpoints(run_dir: Path) -> list[Checkpoint]:
+    """The manifests in a run's checkpoints folder that parse, by seq (unreadable ones are
+    skipped: they are derived data, and ``state_at`` folds from the log without them)."""
+    found = []
+    for named in named_checkpoints(run_dir):
         try:
-            found.append(read_manifest(folder / name))
+            found.append(read_manifest(named.path))
         except CheckpointError:
             continue
-    found.sort(key=lambda c: (c.seq, c.path.name))
     return found
 
 
@@ -405,7 +495,7 @@ def load_checkpoint(reader: NodeReader, ckpt: Checkpoint) -> Any:
         CheckpointError: a pack is missing or changed, or the root does not check out.
     """
     for pack, sha, size in ckpt.packs:
-        reader.verify_pack(pack, sha, size)
+        reader.expect_pack(pack, sha, size)
     reader.depend({pack for pack, _, _ in ckpt.packs})
     pack, block, offset, length, size = ckpt.root_at
     code = ckpt.root
@@ -477,7 +567,7 @@ class CheckpointWriter:
                     "reducers": self.fingerprint, "root": code, "root_at": root_at, "packs": packs,
                     "nodes_written": sink.written}
         target = folder / f"ckpt-{tag}.json"
-        write_atomic(target, json.dumps(manifest, indent=1).encode(), durable=self.durable)
+        write_atomic(target, json.dumps(manifest, separators=(",", ":")).encode(), durable=self.durable)
         if self.durable:
             fsync_dir(folder)
         return target
@@ -491,25 +581,13 @@ def nearest_checkpoint(run: Run, n: int, reducers: Reducers) -> tuple[int, Any] 
     Returns:
         ``(seq, state)``, or ``None`` when there is none (then fold from the log).
     """
-    fingerprint = reducers.fingerprint()
-    for ckpt in reversed(run_checkpoints(run)):
-        if ckpt.seq > n or ckpt.reducers != fingerprint:
-            continue
-        try:
-            if run.event(ckpt.seq).hash != ckpt.hash:
-                continue  # stale: made from another version of the log
-            return ckpt.seq, load_checkpoint(run.store.checkpoint_reader, ckpt)
-        except CheckpointError as exc:
-            warnings.warn(f"run {run.id!r}: checkpoint at seq {ckpt.seq} not used: {exc.problem} "
-                          f"({exc.path})", CheckpointWarning, stacklevel=3)
-        except (LookupError, ValueError):
-            continue
-    return None
+    return StoredStates(run, reducers)(n)
 
 
-def run_checkpoints(run: Run) -> list[Checkpoint]:
-    """The checkpoints of a run and, for a fork, those of its parents at or before the cut."""
-    found = list_checkpoints(run.path)
+def run_checkpoints(run: Run) -> list[Named]:
+    """The checkpoints of a run by name and, for a fork, those of its parents at or before
+    the cut."""
+    found = named_checkpoints(run.path)
     at = run.fork_seq
     if at is not None and run.parent is not None:
         found = [c for c in run_checkpoints(run.parent) if c.seq <= at] + found
@@ -565,11 +643,12 @@ def build_checkpoints(run: Run, reducers: Reducers, *, every: int | None = None,
 
 
 def _hashes(run: Run) -> Callable[[int], str]:
-    table = run.table()
-    column = table.column("hash")
-    seqs = table.column("seq")
-    first = seqs[0].as_py() if len(seqs) else 0
-    return lambda seq: str(column[seq - first].as_py())
+    def at(seq: int) -> str:
+        found = run._hash_at(seq)
+        if found is None:  # pragma: no cover - seq is one of the run's
+            raise LookupError(f"run {run.id!r} has no event {seq}")
+        return found
+    return at
 
 
 def iter_packs(run_dir: Path) -> Iterator[Path]:
@@ -585,8 +664,9 @@ class StoredStates:
     """``stored(n)`` for a run's :class:`~agentlog.fold.SnapshotIndex`: the nearest usable
     checkpoint at or before ``n`` for one reducer set (see :data:`agentlog.fold.engine.StoredFn`).
 
-    Keeps the manifests it listed and the last few checkpoint roots it loaded; a checkpoint
-    that fails a check is dropped for the life of this object.
+    Lists the checkpoints by file name and reads the manifest of the one it picks (not every
+    manifest), checks its chain hash against the run's hash column, and keeps the last few
+    roots it loaded; a checkpoint that fails a check is dropped for the life of this object.
     """
 
     ROOTS: Final = 4
@@ -594,47 +674,53 @@ class StoredStates:
     def __init__(self, run: Run, reducers: Reducers) -> None:
         self.run, self.reducers = run, reducers
         self.fingerprint = reducers.fingerprint()
-        self._found: list[Checkpoint] | None = None
-        self._checked: dict[int, bool] = {}
+        self._found: list[Named] | None = None
+        self._manifests: dict[Path, Checkpoint | None] = {}  # None: stale, other reducers, unreadable
         self._roots: OrderedDict[int, Any] = OrderedDict()
         self.dropped: set[Path] = set()
 
-    def _list(self, n: int) -> list[Checkpoint]:
+    def _list(self, n: int) -> list[Named]:
         found = self._found
         if found is None or (not found or found[-1].seq < n):
-            found = self._found = [c for c in run_checkpoints(self.run) if c.reducers == self.fingerprint]
+            tag = self.fingerprint[:16]
+            found = self._found = [c for c in run_checkpoints(self.run) if c.tag == tag]
         return found
 
     def __call__(self, n: int) -> tuple[int, Any] | None:
-        for ckpt in reversed(self._list(n)):
-            if ckpt.seq > n or ckpt.path in self.dropped:
+        for named in reversed(self._list(n)):
+            if named.seq > n or named.path in self.dropped:
                 continue
-            root = self._roots.get(ckpt.seq)
+            root = self._roots.get(named.seq)
             if root is not None:
-                self._roots.move_to_end(ckpt.seq)
-                return ckpt.seq, root
+                self._roots.move_to_end(named.seq)
+                return named.seq, root
+            ckpt = self._manifest(named)
+            if ckpt is None:
+                continue
             try:
-                if not self._fresh(ckpt):
-                    continue
                 root = load_checkpoint(self.run.store.checkpoint_reader, ckpt)
             except CheckpointError as exc:
-                self.drop(ckpt.path, exc)
+                self.drop(named.path, exc)
                 continue
-            self._roots[ckpt.seq] = root
+            self._roots[named.seq] = root
             while len(self._roots) > self.ROOTS:
                 self._roots.popitem(last=False)
-            return ckpt.seq, root
+            return named.seq, root
         return None
 
-    def _fresh(self, ckpt: Checkpoint) -> bool:
-        ok = self._checked.get(ckpt.seq)
-        if ok is None:
-            try:
-                ok = self.run.event(ckpt.seq).hash == ckpt.hash
-            except LookupError:
-                ok = False
-            self._checked[ckpt.seq] = ok
-        return ok
+    def _manifest(self, named: Named) -> Checkpoint | None:
+        """The manifest, if it parses, names these reducers and the run's hash at its seq."""
+        if named.path in self._manifests:
+            return self._manifests[named.path]
+        try:
+            ckpt: Checkpoint | None = read_manifest(named.path)
+        except CheckpointError:
+            ckpt = None  # derived data that does not parse: the log is there
+        if ckpt is not None and (ckpt.reducers != self.fingerprint or ckpt.seq != named.seq
+                                 or self.run._hash_at(ckpt.seq) != ckpt.hash):
+            ckpt = None  # other reducers, or stale: made from another version of the log
+        self._manifests[named.path] = ckpt
+        return ckpt
 
     def drop(self, path: Path, exc: CheckpointError | None = None) -> None:
         """Stop using a checkpoint (it failed a check), with a warning that says why."""
@@ -645,10 +731,12 @@ class StoredStates:
                       "the log instead", CheckpointWarning, stacklevel=4)
 
     def drop_all(self, exc: CheckpointError) -> None:
-        """Stop using every checkpoint whose nodes are in the pack that failed."""
-        for ckpt in self._found or []:
-            if any(str(self.run.store.path / pack) == exc.path for pack, _, _ in ckpt.packs):
-                self.dropped.add(ckpt.path)
+        """Stop using every checkpoint whose nodes are in the pack that failed (those not read
+        yet fail when they are: the pack is marked bad)."""
+        for path, ckpt in self._manifests.items():
+            if ckpt is not None and any(str(self.run.store.path / pack) == exc.path
+                                        for pack, _, _ in ckpt.packs):
+                self.dropped.add(path)
         self._roots.clear()
         warnings.warn(f"run {self.run.id!r}: checkpoints not used: {exc.problem} ({exc.path}); "
                       "folding from the log instead", CheckpointWarning, stacklevel=4)

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import CorruptSegmentError
@@ -73,6 +72,8 @@ def referenced_blobs(store: Store) -> set[str]:
     Raises:
         CorruptSegmentError: a segment cannot be read, so what it references is unknown.
     """
+    import pyarrow.compute as pc  # here, not at import: opening a store should not pay for it
+
     found: set[str] = set()
     for _, run_dir in store._run_dirs():
         for name in os.listdir(run_dir):

@@ -8,7 +8,6 @@ in front of its own, recursively, so a fork of a fork reads as one run.
 from __future__ import annotations
 
 import json
-import re
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -24,8 +23,8 @@ from ..events import STATE_PATCH, BlobRef, Event, lift, registry
 from ..events.origin import SOURCE_TAG
 from .lock import writer_is_live
 from .meta import read_meta
-from .segments import empty_table
-from .snapshot import SegmentCache, Snapshot, load_snapshot
+from .segments import SCHEMA, empty_table
+from .snapshot import Segment, SegmentCache, Snapshot, load_snapshot
 from .wal import TornWALWarning
 
 if TYPE_CHECKING:
@@ -41,7 +40,6 @@ __all__ = ["Run"]
 
 _BATCH = 4096
 #: 19 digits in a row: maybe an integer orjson would read as a float (json reads it exactly).
-_LONG_DIGITS = re.compile(r"\d{19}")
 #: The standard types: their payloads are lifted to the version this code reads.
 _LIFTED = frozenset(registry())
 
@@ -241,12 +239,50 @@ class Run(Extensible):
                 continue
             lo = max(start, seg.first) - seg.first
             hi = min(stop, seg.end) - seg.first
-            yield from _table_events(seg.table.slice(lo, hi - lo), _decoder(read, seg.path, self.id),
-                                     self.id, light)
+            yield from _segment_events(seg, lo, hi, _decoder(read, seg.path, self.id), self.id, light)
         decode = _decoder(read, snap.wal_path, self.id)
         for row in snap.tail:
             if start <= row[0] < stop:
                 yield _row_event(row, decode, self.id)
+
+    def _columns(self, names: tuple[str, ...], start: int = 0, stop: int | None = None) -> pa.Table:
+        """Columns ``names`` of the events with ``start <= seq < stop`` (a fork's parent prefix
+        included), reading only those columns of the row groups that hold them."""
+        snap = self._snapshot()
+        stop = snap.end if stop is None else min(stop, snap.end)
+        schema = pa.schema([SCHEMA.field(name) for name in names])
+        parts: list[pa.Table] = []
+        at = self.fork_seq
+        if at is not None and start <= at and start < stop:
+            parent = self.parent
+            assert parent is not None
+            parts.append(parent._columns(names, start, min(stop, at + 1)))
+            start = at + 1
+        for seg in snap.segments:
+            if seg.first < stop and seg.end > start:
+                lo, hi = max(start, seg.first) - seg.first, min(stop, seg.end) - seg.first
+                parts.append(seg.slice(lo, hi, names))
+        if snap.tail and start < stop:
+            tail = snap.tail_table().select(list(names))
+            first = int(snap.tail[0][0])
+            lo = max(start - first, 0)
+            parts.append(tail.slice(lo, max(stop - first - lo, 0)))
+        if not parts:
+            return schema.empty_table()
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+    def _hash_at(self, seq: int) -> str | None:
+        """The stored hash of event ``seq`` (the parent's for a fork's prefix), read from the
+        hash column alone; ``None`` if the run has no such event."""
+        at = self.fork_seq
+        if at is not None and 0 <= seq <= at:
+            parent = self.parent
+            assert parent is not None
+            return parent._hash_at(seq)
+        snap = self._snapshot()
+        if not snap.start <= seq < snap.end:
+            return None
+        return snap.hash_at(seq)
 
     def table(self) -> pa.Table:
         """All events (parent prefix, segments, WAL tail) as one table in the event schema."""
@@ -380,7 +416,7 @@ def _decoder(reader: Callable[[str], bytes], path: Path, run_id: str) -> Callabl
             if '"$blob"' in text:
                 value = json.loads(text, object_hook=hook)
             else:
-                value = json.loads(text) if _LONG_DIGITS.search(text) else orjson.loads(text)
+                value = json.loads(text) if _long_int(text) else orjson.loads(text)
         except (ValueError, RecursionError) as exc:  # JSON errors and malformed blob refs
             raise CorruptEventError(str(path), run_id, seq, f"its payload cannot be read ({exc})") from None
         if type(value) is not dict:
@@ -390,23 +426,41 @@ def _decoder(reader: Callable[[str], bytes], path: Path, run_id: str) -> Callabl
     return decode
 
 
+#: Digits to "0"; ":", ",", "[" and "-" (what comes before an integer in canonical JSON) to " ";
+#: every other byte to "x": an integer of 19 digits or more shows as " " and 19 "0" (one
+#: translate and one find, in C), a fraction's digits or a hex digest's do not.
+_MARKS = bytes(ord("0") if 48 <= c <= 57 else ord(" ") if chr(c) in ":,[-" else ord("x")
+               for c in range(256))
+_INT19 = b" " + b"0" * 19
+
+
+def _long_int(text: str) -> bool:
+    """Whether ``text`` may hold an integer literal past 64 bits (19 digits or more),
+    which orjson would read as a float, silently; the standard library reads it exactly. (A
+    string holding such digits says yes too: it is then read by the standard library, the
+    same value more slowly.)"""
+    data = text.encode("utf-8", "surrogatepass")
+    return data.translate(_MARKS).find(_INT19) >= 0
+
+
 def _payloads(texts: list[str], seqs: list[int], decode: Callable[[str, int], Any]) -> list[Any]:
     """Decode a batch of payloads: one orjson call for the batch (the texts are canonical
     JSON objects, so joined with commas they make one array); those with a blob reference
-    go through ``decode`` again to turn the references into :class:`BlobRef` objects. A batch
-    that does not decode, or holds something that is not an object, is decoded row by row,
-    so the error names the first bad seq."""
+    (or a long integer) go through ``decode`` again, to turn the references into
+    :class:`BlobRef` objects (or read the integer exactly). A batch that does not decode, or
+    holds something that is not an object, is decoded row by row, so the error names the
+    first bad seq."""
     joined = "[" + ",".join(texts) + "]"
     try:
-        # orjson reads integers beyond 64 bits as floats: such a batch goes through json.
-        values: list[Any] = json.loads(joined) if _LONG_DIGITS.search(joined) else orjson.loads(joined)
+        values: list[Any] = orjson.loads(joined)
     except (ValueError, RecursionError):
         values = []
     if len(values) != len(texts) or any(type(v) is not dict for v in values):
         return [decode(text, seq) for text, seq in zip(texts, seqs, strict=True)]
-    for i, text in enumerate(texts):
-        if '"$blob"' in text:
-            values[i] = decode(text, seqs[i])
+    if '"$blob"' in joined or _long_int(joined):
+        for i, text in enumerate(texts):
+            if '"$blob"' in text or _long_int(text):
+                values[i] = decode(text, seqs[i])
     return values
 
 
@@ -418,22 +472,47 @@ class PatchRow(NamedTuple):
     payload: Any
 
 
-def _table_events(table: pa.Table, decode: Callable[[str, int], Any], run_id: str,
-                  light: bool = False) -> Iterator[Any]:
+_LIGHT = ("seq", "type", "payload")
+
+
+def _segment_events(seg: Segment, lo: int, hi: int, decode: Callable[[str, int], Any], run_id: str,
+                    light: bool) -> Iterator[Any]:
+    """The events of rows ``lo..hi`` of a segment (:func:`_table_events`). ``light``: only
+    seq, type and payload are read, and the other columns only for the stretches that are not
+    all ``state.patch`` (read as :class:`PatchRow` objects)."""
+    if not light:
+        yield from _table_events(seg.slice(lo, hi), decode, run_id)
+        return
+    at = lo
+    for batch in seg.slice(lo, hi, _LIGHT).to_batches(max_chunksize=_BATCH):
+        n = batch.num_rows
+        types = batch.column(1)
+        if types.null_count == 0 and _only(types, STATE_PATCH):
+            seqs = batch.column(0).to_pylist()
+            payloads = _payloads(batch.column(2).to_pylist(), seqs, decode)
+            yield from map(PatchRow, seqs, [STATE_PATCH] * n, payloads)
+        else:
+            yield from _table_events(seg.slice(at, at + n), decode, run_id)
+        at += n
+
+
+def _only(types: pa.DictionaryArray, name: str) -> bool:
+    """Whether every value of a dictionary column is ``name``."""
+    dictionary = types.dictionary
+    if len(dictionary) == 1:
+        return bool(dictionary[0].as_py() == name)
+    codes = {i for i, value in enumerate(dictionary.to_pylist()) if value == name}
+    if len(codes) != 1:
+        return False
+    return bool((types.indices.to_numpy() == codes.pop()).all())  # numpy: pyarrow's own import
+
+
+def _table_events(table: pa.Table, decode: Callable[[str, int], Any], run_id: str) -> Iterator[Any]:
     """Events from a table, a batch of 4,096 rows at a time: columns turned into Python
-    lists once, payloads decoded in bulk (:func:`_payloads`). ``light``: a batch of
-    ``state.patch`` rows only is read as :class:`PatchRow` objects from three columns."""
+    lists once, payloads decoded in bulk (:func:`_payloads`)."""
     for batch in table.to_batches(max_chunksize=_BATCH):
-        if light:
-            types = batch.column(1)
-            if len(types.dictionary) == 1 and types.dictionary[0].as_py() == STATE_PATCH \
-                    and types.null_count == 0:
-                seqs = batch.column(0).to_pylist()
-                payloads = _payloads(batch.column(6).to_pylist(), seqs, decode)
-                yield from map(PatchRow, seqs, [STATE_PATCH] * len(seqs), payloads)
-                continue
         cols = [batch.column(i) for i in range(batch.num_columns)]
-        cols[5] = cols[5].cast(pa.int64())  # ts: ints, not datetimes
+        cols[5] = cols[5].view(pa.int64())  # ts: ints, not datetimes (a view: no compute kernel)
         values = [c.to_pylist() for c in cols]
         values[6] = _payloads(values[6], values[0], decode)
         for row in zip(*values, strict=True):

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import os
 import re
+from array import array
 from collections.abc import Sequence
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Final
 
@@ -24,8 +26,18 @@ from ..errors import CorruptSegmentError, SchemaVersionError
 from ._fs import fsync_dir, temp_name
 
 __all__ = [
-    "COLUMNS", "SCHEMA", "SCHEMA_VERSION", "SCHEMA_VERSION_KEY", "check_schema_version",
-    "empty_table", "parse_segment_name", "read_segment", "rows_to_table", "segment_name",
+    "COLUMNS",
+    "ROW_GROUP",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "SCHEMA_VERSION_KEY",
+    "check_schema_version",
+    "empty_table",
+    "parse_segment_name",
+    "read_footer",
+    "read_segment",
+    "rows_to_table",
+    "segment_name",
     "write_segment",
 ]
 
@@ -58,6 +70,11 @@ SCHEMA: Final = pa.schema([
 
 #: Column names in schema order; a row tuple has its values in this order.
 COLUMNS: Final = tuple(SCHEMA.names)
+
+ROW_GROUP: Final = 8192
+"""Rows per Parquet row group in a segment: a reader that wants a few thousand events (the
+fold from a checkpoint, one event) reads and decodes the groups that hold them, not the
+whole segment (65,536 events by default); smaller groups would cost compression."""
 
 _NAME = re.compile(r"events-(\d{12})\.parquet")
 
@@ -96,12 +113,51 @@ def check_schema_version(found: Any, path: str | os.PathLike[str]) -> None:
 
 
 def rows_to_table(rows: Sequence[tuple[Any, ...]]) -> pa.Table:
-    """Build a table in :data:`SCHEMA` from row tuples in :data:`COLUMNS` order."""
+    """Build a table in :data:`SCHEMA` from row tuples in :data:`COLUMNS` order.
+
+    The columns are assembled from their buffers (:func:`_column`), not with ``pa.array``,
+    whose first call imports pandas (0.3 s or more): a writer that seals, and so every
+    recording, fork or resume that closes a run, would pay it. The values are the writer's,
+    already checked (ints, floats, strings or None).
+    """
     if not rows:
         return empty_table()
     columns = list(zip(*rows, strict=True))
-    arrays = [pa.array(values, type=field.type) for values, field in zip(columns, SCHEMA, strict=True)]
+    arrays = [_column(list(values), field.type) for values, field in zip(columns, SCHEMA, strict=True)]
     return pa.Table.from_arrays(arrays, schema=SCHEMA)
+
+
+def _validity(values: list[Any]) -> tuple[pa.Buffer | None, int]:
+    """The validity bitmap of ``values`` (None: null) and the null count."""
+    nulls = values.count(None)
+    if not nulls:
+        return None, 0
+    bits = bytearray((len(values) + 7) // 8)
+    for i, value in enumerate(values):
+        if value is not None:
+            bits[i >> 3] |= 1 << (i & 7)
+    return pa.py_buffer(bytes(bits)), nulls
+
+
+def _column(values: list[Any], type: pa.DataType) -> pa.Array:
+    """One column of :func:`rows_to_table` from its buffers (see there why)."""
+    n = len(values)
+    if pa.types.is_dictionary(type):
+        codes: dict[Any, int] = {}
+        indices = [None if v is None else codes.setdefault(v, len(codes)) for v in values]
+        return pa.DictionaryArray.from_arrays(_column(indices, type.index_type),
+                                              _column(list(codes), type.value_type))
+    valid, nulls = _validity(values)
+    if pa.types.is_string(type):
+        data = [b"" if v is None else v.encode("utf-8") for v in values]
+        offsets = array("i", [0])
+        offsets.extend(accumulate(map(len, data)))
+        return pa.Array.from_buffers(type, n, [valid, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))],
+                                     null_count=nulls)
+    code = "d" if pa.types.is_floating(type) else "i" if type.bit_width == 32 else "q"
+    zero = 0.0 if code == "d" else 0
+    numbers = array(code, values if not nulls else [zero if v is None else v for v in values])
+    return pa.Array.from_buffers(type, n, [valid, pa.py_buffer(numbers)], null_count=nulls)
 
 
 def empty_table() -> pa.Table:
@@ -122,8 +178,7 @@ def write_segment(directory: Path, table: pa.Table, *, durable: bool = True) -> 
     final = directory / segment_name(first)
     tmp = directory / temp_name(final.name)
     try:
-        # One row group per segment: segments are small enough, and readers seek by file.
-        pq.write_table(table, tmp, compression="zstd", row_group_size=max(len(table), 1),
+        pq.write_table(table, tmp, compression="zstd", row_group_size=max(min(len(table), ROW_GROUP), 1),
                        use_dictionary=["type", "actor", "span_id", "model"])
         if durable:
             fd = os.open(tmp, os.O_RDONLY)
@@ -140,6 +195,35 @@ def write_segment(directory: Path, table: pa.Table, *, durable: bool = True) -> 
     return final
 
 
+def read_footer(path: Path) -> pq.FileMetaData:
+    """Read a sealed segment's footer (row count, row groups), checking its schema version and
+    columns, without reading its rows.
+
+    Raises:
+        SchemaVersionError: the segment was written by a newer agentlog.
+        CorruptSegmentError: the file is not a readable segment (truncated, wrong columns).
+    """
+    try:
+        meta = pq.read_metadata(path)
+        schema = meta.schema.to_arrow_schema()
+    except (pa.ArrowException, OSError) as exc:
+        raise CorruptSegmentError(str(path), f"cannot read the Parquet file ({exc})") from None
+    _check_schema(schema, path)
+    return meta
+
+
+def _check_schema(schema: pa.Schema, path: Path) -> None:
+    found = (schema.metadata or {}).get(SCHEMA_VERSION_KEY.encode())
+    if found is None:
+        raise CorruptSegmentError(str(path), f"no {SCHEMA_VERSION_KEY} in the Parquet metadata; "
+                                             "not an agentlog segment")
+    check_schema_version(found.decode("utf-8", "replace"), path)
+    # A segment rewritten by another tool may differ in small ways (a plain string ``type``,
+    # nullability); accept it if it casts, since verify checks the content anyway.
+    if schema.names != list(COLUMNS):
+        raise CorruptSegmentError(str(path), f"columns {schema.names} are not {list(COLUMNS)}")
+
+
 def read_segment(path: Path) -> pa.Table:
     """Read a sealed segment, checking its schema version and columns.
 
@@ -147,23 +231,15 @@ def read_segment(path: Path) -> pa.Table:
         SchemaVersionError: the segment was written by a newer agentlog.
         CorruptSegmentError: the file is not a readable segment (truncated, wrong columns).
     """
-    try:
-        table = pq.read_table(path)
+    try:  # ParquetFile, not read_table: no dataset layer (which imports pandas) for one file
+        with pq.ParquetFile(path) as f:
+            table = f.read()
         table.validate(full=True)  # invalid UTF-8 in a string column, a broken offset: ~1% of a read
     except (pa.ArrowException, OSError, ValueError) as exc:  # UnicodeDecodeError: a damaged footer
         raise CorruptSegmentError(str(path), f"cannot read the Parquet file ({exc})") from None
-    meta = table.schema.metadata or {}
-    found = meta.get(SCHEMA_VERSION_KEY.encode())
-    if found is None:
-        raise CorruptSegmentError(str(path), f"no {SCHEMA_VERSION_KEY} in the Parquet metadata; "
-                                             "not an agentlog segment")
-    check_schema_version(found.decode("utf-8", "replace"), path)
+    _check_schema(table.schema, path)
     if table.schema.equals(SCHEMA, check_metadata=False):
         return table.replace_schema_metadata(SCHEMA.metadata)
-    # A segment rewritten by another tool may differ in small ways (a plain string ``type``,
-    # nullability); accept it if it casts, since verify checks the content anyway.
-    if table.schema.names != list(COLUMNS):
-        raise CorruptSegmentError(str(path), f"columns {table.schema.names} are not {list(COLUMNS)}")
     try:
         return table.cast(SCHEMA)
     except (pa.ArrowException, ValueError) as exc:

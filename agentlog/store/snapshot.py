@@ -11,15 +11,25 @@ differ, it reads again. So a reader never sees a gap or a duplicate, without any
 from __future__ import annotations
 
 import os
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ..chain import Problem, ProblemKind
 from ..errors import CorruptSegmentError, SchemaVersionError, StoreError
-from .segments import parse_segment_name, read_segment, rows_to_table
+from .segments import (
+    COLUMNS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    parse_segment_name,
+    read_footer,
+    read_segment,
+    rows_to_table,
+)
 from .wal import WAL_NAME, WalScan, last_row_checks, scan_wal
 
 __all__ = ["Segment", "SegmentCache", "Snapshot", "load_snapshot"]
@@ -27,32 +37,52 @@ __all__ = ["Segment", "SegmentCache", "Snapshot", "load_snapshot"]
 _ATTEMPTS = 1000
 
 
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """A sealed segment and its (immutable) table."""
-
-    first: int
-    """Seq of its first event (from its name)."""
-    path: Path
-    """Its file."""
-    table: pa.Table
-    """Its events."""
-
-    @property
-    def end(self) -> int:
-        """One past the seq of its last event."""
-        return self.first + int(self.table.num_rows)
+class _Footer(NamedTuple):
+    key: tuple[int, int, int]  # the file's identity when its footer was read
+    meta: pq.FileMetaData
+    starts: tuple[int, ...]    # the first row of each row group, then the row count
 
 
 class SegmentCache:
-    """Tables of sealed segments, read once: a segment never changes after its rename.
+    """What was read of sealed segments, kept: a segment never changes after its rename.
 
-    Keyed by the file's identity (inode, size, mtime) as well as its name, so a file that
-    was replaced (by a tool, or by someone tampering) is read again.
+    A segment is opened by its footer (row count, row groups, schema version: checked once);
+    its rows are read when asked for, by row group and column, and kept. Keyed by the file's
+    identity (inode, size, mtime) as well as its name, so a file that was replaced (by a
+    tool, or by someone tampering) is read again.
     """
 
     def __init__(self) -> None:
         self._tables: dict[str, tuple[tuple[int, int, int], pa.Table]] = {}
+        self._footers: dict[str, _Footer] = {}
+        self._chunks: dict[tuple[str, int, str], pa.ChunkedArray] = {}
+
+    def _key(self, path: Path) -> tuple[int, int, int]:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise CorruptSegmentError(str(path), "the segment disappeared while reading") from None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def footer(self, path: Path) -> _Footer:
+        """The segment's footer, checked (schema version, columns).
+
+        Raises:
+            CorruptSegmentError, SchemaVersionError: see :func:`read_footer`.
+        """
+        key = self._key(path)
+        hit = self._footers.get(path.name)
+        if hit is not None and hit.key == key:
+            return hit
+        meta = read_footer(path)
+        starts = [0]
+        for i in range(meta.num_row_groups):
+            starts.append(starts[-1] + meta.row_group(i).num_rows)
+        footer = _Footer(key, meta, tuple(starts))
+        self._footers[path.name] = footer
+        for old in [k for k in self._chunks if k[0] == path.name]:
+            del self._chunks[old]
+        return footer
 
     def read(self, path: Path) -> pa.Table:
         """The table of a segment file.
@@ -60,17 +90,110 @@ class SegmentCache:
         Raises:
             CorruptSegmentError, SchemaVersionError: see :func:`read_segment`.
         """
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            raise CorruptSegmentError(str(path), "the segment disappeared while reading") from None
-        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        key = self._key(path)
         hit = self._tables.get(path.name)
         if hit is not None and hit[0] == key:
             return hit[1]
         table = read_segment(path)
         self._tables[path.name] = (key, table)
         return table
+
+    def rows(self, path: Path, lo: int, hi: int, columns: tuple[str, ...] | None) -> pa.Table:
+        """Rows ``lo <= i < hi`` of ``columns`` (all if None) of a segment: from its table if
+        that was read whole, else from the row groups that hold them (each read once).
+
+        Raises:
+            CorruptSegmentError, SchemaVersionError: the file cannot be read, or changed.
+        """
+        names = COLUMNS if columns is None else columns
+        hit = self._tables.get(path.name)
+        if hit is not None and hit[0] == self._key(path):
+            table = hit[1]
+            return (table if columns is None else table.select(list(names))).slice(lo, hi - lo)
+        footer = self.footer(path)
+        starts = footer.starts
+        first = max(0, bisect_right(starts, lo) - 1)
+        last = min(len(starts) - 2, bisect_right(starts, max(lo, hi - 1)) - 1)
+        groups = range(first, last + 1)
+        chunks = self._chunks
+        missing = [name for name in names if any((path.name, g, name) not in chunks for g in groups)]
+        if missing:
+            self._read_groups(path, footer, groups, missing)
+        arrays = [pa.chunked_array([c for g in groups for c in chunks[(path.name, g, name)].chunks],
+                                   type=SCHEMA.field(name).type) for name in names]
+        table = pa.Table.from_arrays(arrays, schema=pa.schema([SCHEMA.field(n) for n in names]))
+        return table.slice(lo - starts[first], hi - lo)
+
+    def _read_groups(self, path: Path, footer: _Footer, groups: range, names: list[str]) -> None:
+        try:
+            with pq.ParquetFile(path, metadata=footer.meta) as f:
+                table = f.read_row_groups(list(groups), columns=names, use_threads=False)
+            table.validate(full=True)  # invalid UTF-8 in a string column, a broken offset
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise CorruptSegmentError(str(path), f"cannot read the Parquet file ({exc})") from None
+        if self._key(path) != footer.key:
+            raise CorruptSegmentError(str(path), "the segment changed while it was being read")
+        for name in names:
+            column = _as_schema(table.column(name), name, path)
+            offset = 0
+            for g in groups:
+                n = footer.starts[g + 1] - footer.starts[g]
+                self._chunks[(path.name, g, name)] = column.slice(offset, n)
+                offset += n
+
+
+def _as_schema(column: pa.ChunkedArray, name: str, path: Path) -> pa.ChunkedArray:
+    field = SCHEMA.field(name)
+    if not field.nullable and column.null_count:
+        raise CorruptSegmentError(str(path), f"column {name} holds {column.null_count} null value(s); "
+                                             f"schema version {SCHEMA_VERSION} allows none")
+    want = field.type
+    if column.type == want:
+        return column
+    try:  # a segment rewritten by another tool (a plain string ``type``): cast, as read_segment does
+        return column.cast(want)
+    except (pa.ArrowException, ValueError) as exc:
+        raise CorruptSegmentError(str(path), f"column {name} does not fit schema version "
+                                             f"{SCHEMA_VERSION} ({exc})") from None
+
+
+class Segment:
+    """A sealed segment: its first seq from its name, its row count from its footer; its
+    events read from the file on first use (only the row groups and columns asked for)."""
+
+    __slots__ = ("_cache", "first", "path", "rows")
+
+    def __init__(self, first: int, path: Path, rows: int, cache: SegmentCache) -> None:
+        self.first = first
+        """Seq of its first event (from its name)."""
+        self.path = path
+        """Its file."""
+        self.rows = rows
+        """How many events it holds (from its footer)."""
+        self._cache = cache
+
+    @property
+    def end(self) -> int:
+        """One past the seq of its last event."""
+        return self.first + self.rows
+
+    @property
+    def table(self) -> pa.Table:
+        """Its events, all columns (read once, then kept).
+
+        Raises:
+            CorruptSegmentError, SchemaVersionError: see :func:`read_segment`.
+        """
+        return self._cache.read(self.path)
+
+    def slice(self, lo: int, hi: int, columns: tuple[str, ...] | None = None) -> pa.Table:
+        """Its rows ``lo <= i < hi`` (offsets in the segment) of ``columns`` (all if None),
+        reading only the row groups that hold them."""
+        return self._cache.rows(self.path, lo, hi, columns)
+
+    def hash_at(self, i: int) -> str:
+        """The stored hash of its ``i``-th event (read from the hash column alone)."""
+        return str(self._cache.rows(self.path, i, i + 1, ("hash",)).column(0)[0].as_py())
 
 
 @dataclass(slots=True)
@@ -112,13 +235,14 @@ class Snapshot:
         if self.tail:
             return str(self.tail[-1][13])
         if self.segments:
-            return str(self.segments[-1].table.column("hash")[-1].as_py())
+            last = self.segments[-1]
+            return last.hash_at(last.rows - 1)
         return self.prev
 
     @property
     def own_count(self) -> int:
         """Events held by this run's own files."""
-        return sum(int(s.table.num_rows) for s in self.segments) + len(self.tail)
+        return sum(s.rows for s in self.segments) + len(self.tail)
 
     def tail_table(self) -> pa.Table:
         """The WAL tail as a table in the schema (built once)."""
@@ -132,7 +256,7 @@ class Snapshot:
             return self.prev
         for seg in self.segments:
             if seg.first <= seq < seg.end:
-                return str(seg.table.column("hash")[seq - seg.first].as_py())
+                return seg.hash_at(seq - seg.first)
         for row in self.tail:
             if row[0] == seq:
                 return str(row[13])
@@ -180,8 +304,13 @@ def load_snapshot(run_dir: Path, *, start: int, prev: str, cache: SegmentCache,
     problems: list[Problem] = []
     segments: list[Segment] = []
     for first, name in before:
+        path = run_dir / name
         try:
-            segments.append(Segment(first, run_dir / name, cache.read(run_dir / name)))
+            if strict:  # the footer now (a damaged or newer file is refused here), rows on use
+                rows = cache.footer(path).meta.num_rows
+            else:  # verify: every file read now, and what cannot be read reported
+                rows = cache.read(path).num_rows
+            segments.append(Segment(first, path, rows, cache))
         except (CorruptSegmentError, SchemaVersionError) as exc:
             if strict:
                 raise

@@ -40,7 +40,7 @@ def planted(rec: Any) -> str:
     rec.llm({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}],
              "api_key": SECRETS["llm param"], "extra_body": {"vendor_api_key": SECRETS["llm nested"]}},
             call=lambda request: {"content": "hello", "usage": {"prompt_tokens": 3, "completion_tokens": 1}})
-    with al.http.client(rec, transport=httpx.MockTransport(_server),
+    with al.transport.client(rec, transport=httpx.MockTransport(_server),
                         cookies={"session": SECRETS["cookie"]}) as client:
         client.get(f"https://maps.example.test/geo?q=berlin&key={SECRETS['url key']}",
                    headers={"Authorization": f"Bearer {SECRETS['authorization']}",

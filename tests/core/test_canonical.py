@@ -6,9 +6,11 @@ import hashlib
 import json
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentlog.canonical import canonical_json
 from agentlog.chain import chain_hash
@@ -64,3 +66,26 @@ def test_round_trip(value: object) -> None:
     text = canonical_json(value)
     assert json.loads(text) == value
     assert canonical_json(json.loads(text)) == text
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(st.characters(blacklist_categories=("Cs",))),
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
+    | st.dictionaries(st.text(st.characters(blacklist_categories=("Cs",)), max_size=6), inner, max_size=4),
+    max_leaves=30)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_JSON)
+def test_the_fast_writer_gives_the_standard_encoders_text(value: Any) -> None:
+    """canonical_json writes most values with orjson; its text must be the standard encoder's,
+    byte for byte (hashes and cache keys of old logs depend on it)."""
+    from agentlog.canonical import _ENCODER
+    assert canonical_json(value) == _ENCODER.encode(value)
+
+
+@pytest.mark.parametrize("x", [1e-05, 1e-9, 5e-324, 9.99e-05, 1e-4, 1e16, 1.5e300, -0.0, 0.1 + 0.2, 2**64, -(2**63) - 1])
+def test_the_fast_writer_at_the_edges(x: Any) -> None:
+    from agentlog.canonical import _ENCODER
+    assert canonical_json({"x": [x, {"y": x}]}) == _ENCODER.encode({"x": [x, {"y": x}]})

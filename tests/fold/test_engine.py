@@ -74,6 +74,24 @@ def test_fold_restores_the_garbage_collector(enabled: bool) -> None:
         (gc.enable if was else gc.disable)()
 
 
+def test_the_collector_is_paused_for_the_fold_call_only() -> None:
+    seen: list[bool] = []
+
+    def watch(state: Any, event: Any) -> Any:
+        seen.append(gc.isenabled())
+        return state
+
+    reducers = STANDARD.with_reducer("note", watch)
+    events = [Event(seq=i, type="note", payload={}) for i in range(3)]
+    assert gc.isenabled()
+    fold(events, reducers)
+    assert seen == [False] * 3 and gc.isenabled()
+    seen.clear()
+    for _ in SnapshotIndex.of(events, reducers, every=2).states(0, 3):  # a generator: not paused
+        assert gc.isenabled()
+    assert True in seen
+
+
 def test_fold_keeps_a_program_s_frozen_objects_frozen() -> None:
     gc.freeze()
     try:

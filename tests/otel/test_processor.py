@@ -160,7 +160,7 @@ def test_a_recording_with_live_spans_replays_strictly(instrumented: Any, store: 
 
     def program(rec: Any) -> str:
         client = openai.OpenAI(api_key="test", base_url="http://llm.test/v1",
-                               http_client=al.http.client(rec, transport=httpx.MockTransport(chat)))
+                               http_client=al.transport.client(rec, transport=httpx.MockTransport(chat)))
         with rec.span("triage", kind="agent"):
             answer = client.chat.completions.create(model=MODEL, messages=QUESTION, temperature=0)
         return str(answer.choices[0].message.content)

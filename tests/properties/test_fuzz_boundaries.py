@@ -338,9 +338,10 @@ def sources(tmp_path_factory: pytest.TempPathFactory, template: Path) -> dict[st
     ag_jsonl = activegraph_export_trace(ag_db, folder / "ag.jsonl")
     drangue_sre(folder / "drangue.db")
     ag_db = _frozen(ag_db, folder / "ag-frozen.db")
+    drangue_db = _frozen(folder / "drangue.db", folder / "drangue-frozen.db")
     assert samples
     return {"jsonl": buf.getvalue().splitlines(), "otlp": al.interop.export_otlp(st_.run("sre-0001")),
-            "ag_jsonl": ag_jsonl.read_text().splitlines(), "ag_db": ag_db, "drangue": folder / "drangue.db"}
+            "ag_jsonl": ag_jsonl.read_text().splitlines(), "ag_db": ag_db, "drangue": drangue_db}
 
 
 def _frozen(db: Path, to: Path) -> Path:

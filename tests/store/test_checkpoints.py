@@ -79,8 +79,9 @@ def test_a_fresh_process_starts_from_the_nearest_checkpoint(tmp_path: Path) -> N
 
     fresh._iter_events = counting  # type: ignore[method-assign]
     state = fresh.state_at(250, reducers=STANDARD)
-    # the events after the checkpoint at 199, not the whole run (and event 199 for its hash)
-    assert read == [(199, 200), (200, 251)]
+    # the events after the checkpoint at 199, not the whole run (199's hash is read from the
+    # hash column, not as an event)
+    assert read == [(200, 251)]
     assert thaw(state) == thaw(fold(events_of(run)[:251], STANDARD))
 
 
@@ -132,7 +133,7 @@ def test_changing_the_reducers_or_the_log_makes_checkpoints_stale(tmp_path: Path
     stale._iter_events = (  # type: ignore[method-assign]
         lambda start, stop, *, light: read.append((start, stop)) or real(start, stop, light=light))
     assert thaw(stale.state_at(49, reducers=STANDARD)) == thaw(fold(events_of(run), STANDARD))
-    assert read == [(49, 50), (39, 40), (40, 50)]  # 49's hash differs: the checkpoint at 39 instead
+    assert read == [(40, 50)]  # 49's hash differs: the checkpoint at 39 instead
 
 
 def test_deleting_every_checkpoint_loses_nothing(tmp_path: Path) -> None:
@@ -201,6 +202,22 @@ def test_a_recording_checkpoints_at_its_seals_and_at_close(tmp_path: Path) -> No
     assert not (small.path / "checkpoints").exists()  # a small run folds in milliseconds
 
 
+def test_a_recording_checkpoints_once_per_stretch(tmp_path: Path) -> None:
+    from agentlog.capture.recorder import Recorder
+    from agentlog.capture.session import drive
+    from agentlog.capture.sinks import WriterSink
+    from agentlog.store.checkpoints import EVERY
+
+    store = Store(tmp_path)
+    w = store.create_run(run_id="rec", durability="none", segment_events=10 * EVERY)
+    drive(Recorder(WriterSink(w)),
+          lambda rec: [rec.patch([{"op": "add", "path": f"/k{i % 50}", "value": i}]) for i in range(EVERY + 100)] and 0)
+    w.close()
+    run = store.run("rec")
+    # one at the end of the first stretch of EVERY events (not again at the event after it), one at close
+    assert [c.seq for c in list_checkpoints(run.path)] == [EVERY - 1, len(run) - 1]
+
+
 def test_the_checkpoint_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from agentlog.cli import main
 
@@ -251,3 +268,54 @@ def test_a_parent_and_its_fork_diff_by_hash_across_processes(tmp_path: Path,
     big, _, _ = entries_compared_between_parent_and_fork(tmp_path / "b", 12000, monkeypatch)
     assert small < 1000 and big < 1.5 * small  # 4x the state, not 4x the work
     assert diff_states(freeze(thaw(a)), freeze(thaw(b))) == patch  # the same as from scratch
+
+
+def test_integers_past_64_bits_come_back_exact_from_a_checkpoint(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    values = {"big": 2**70, "low": -(2**63) - 1, "tiny": 1e-22, "digits": "1234567890123456789012"}
+    run = patch_run(store, "b", [[{"op": "add", "path": f"/{k}", "value": v}] for k, v in values.items()])
+    build_checkpoints(run, STANDARD, every=2)
+    fresh = Store(tmp_path).run("b")
+    assert fresh.event(0).payload["ops"][0]["value"] == 2**70  # the log too (orjson reads it as a float)
+    state = fresh.state_at(len(values) - 1, reducers=STANDARD)
+    assert thaw(state["vars"]) == values and type(state["vars"]["big"]) is int
+
+
+def test_a_checkpoint_is_opened_without_reading_every_pack(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentlog.store import checkpoints
+
+    store = Store(tmp_path)
+    run = patch_run(store, "g", growing(600))
+    build_checkpoints(run, STANDARD, every=100)
+    hashed: list[str] = []
+    real = checkpoints.NodeReader.verify_pack
+
+    def counting(self: Any, pack: str, sha256: str, size: int) -> None:
+        hashed.append(pack)
+        real(self, pack, sha256, size)
+
+    monkeypatch.setattr(checkpoints.NodeReader, "verify_pack", counting)
+    fresh = Store(tmp_path).run("g")
+    state = fresh.state_at(599, reducers=STANDARD)
+    assert state["vars"]["log"][-1] == 599 and len(state["vars"]["notes"]) == 599
+    assert hashed == []  # nodes are checked by digest as they are read; no pack is hashed whole
+
+
+@pytest.mark.parametrize("damage", ["truncate", "block table", "swap"])
+def test_a_damaged_pack_is_never_used(tmp_path: Path, damage: str) -> None:
+    store = Store(tmp_path)
+    run = patch_run(store, "g", growing(300))
+    build_checkpoints(run, STANDARD, every=100)
+    packs = sorted((run.path / "checkpoints").glob("nodes-*.pack"))
+    data = packs[-1].read_bytes()
+    if damage == "truncate":
+        packs[-1].write_bytes(data[:-30])
+    elif damage == "block table":  # same size, the table's offsets moved
+        assert b'"blocks":[[17,' in data  # the first block starts after the 17-byte magic line
+        packs[-1].write_bytes(data.replace(b'"blocks":[[17,', b'"blocks":[[18,'))
+    else:  # another checkpoint's pack in its place
+        packs[-1].write_bytes(packs[0].read_bytes())
+    with pytest.warns(CheckpointWarning, match="not used"):
+        state = Store(tmp_path).run("g").state_at(299, reducers=STANDARD)
+    assert thaw(state) == thaw(fold(events_of(run), STANDARD))

@@ -51,7 +51,7 @@ def test_a_segment_with_a_null_seq_or_hash_is_a_corrupt_segment(store: Store) ->
     rows = table.to_pylist()
     rows[2]["hash"] = None
     pq.write_table(pa.Table.from_pylist(rows, schema=loose), path)
-    with pytest.raises(CorruptSegmentError, match="with null values to non-nullable"):
-        len(store.run("run-a"))
+    with pytest.raises(CorruptSegmentError, match="column hash holds 1 null value"):
+        list(store.run("run-a").iter_events())  # a length needs only the footer: reading events finds it
     report = store.run("run-a").verify()
     assert not report.ok and "with null values" in report.problems[0].message
