@@ -13,7 +13,7 @@ The builders (``*_card``) take plain values (mappings and lists) and do no I/O; 
 points (``*_repr``) gather those values from a run, store, diff or report.
 
 >>> print(fmt_usd(0.0000042), fmt_usd(0.25), fmt_usd(1234.5), fmt_ms(850), fmt_ms(61_500))
-$0.000004 $0.2500 $1,234.50 850 ms 1 min 1.5 s
+$0.0000042 $0.25 $1,234.50 850 ms 1 min 1.5 s
 >>> cut("x" * 100, 10)
 'xxxxxxxxx… 91 more'
 """
@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Final
 
+from .numbers import PAID, TOTAL, fmt_ms, fmt_usd, is_missing, unknown_text, usd_sum
 from .options import OPTIONS
 
 if TYPE_CHECKING:
@@ -63,13 +64,7 @@ def esc(value: Any) -> str:
 _e = esc
 
 
-def _missing(value: Any) -> bool:
-    if value is None:
-        return True
-    try:
-        return bool(value != value)  # noqa: PLR0124 - NaN and NaT differ from themselves; pd.NA raises
-    except TypeError:
-        return True
+_missing = is_missing
 
 
 # --- formatting (pure) -------------------------------------------------------------------------
@@ -78,20 +73,6 @@ def _missing(value: Any) -> bool:
 def fmt_int(value: Any) -> str:
     """``1,204``; ``–`` when missing."""
     return "–" if _missing(value) else f"{int(value):,}"
-
-
-def fmt_usd(value: Any) -> str:
-    """Dollars with enough digits to see small costs; ``–`` when missing."""
-    if _missing(value):
-        return "–"
-    x = float(value)
-    if x == 0:
-        return "$0"
-    if abs(x) >= 1:
-        return f"${x:,.2f}"
-    if abs(x) >= 0.01:
-        return f"${x:.4f}"
-    return f"${x:.6f}"
 
 
 def fmt_num(value: Any, *, sign: bool = False) -> str:
@@ -106,21 +87,6 @@ def fmt_num(value: Any, *, sign: bool = False) -> str:
     x = float(value)
     text = (f"{x:+,.6f}" if sign else f"{x:,.6f}").rstrip("0").rstrip(".")
     return "0" if text in ("+0", "-0") else text
-
-
-def fmt_ms(value: Any) -> str:
-    """``850 ms``, ``3.2 s``, ``2 min 5.0 s``, ``1 h 2 min``; ``–`` when missing."""
-    if _missing(value):
-        return "–"
-    ms = float(value)
-    if ms < 1000:
-        return f"{ms:.0f} ms"
-    s = ms / 1000
-    if s < 60:
-        return f"{s:.1f} s"
-    if s < 3600:
-        return f"{int(s // 60)} min {s % 60:.1f} s"
-    return f"{int(s // 3600)} h {int(s % 3600 // 60)} min"
 
 
 def _fmt_time(value: Any) -> str:
@@ -222,14 +188,19 @@ def _status_badge(status: str) -> tuple[str, str]:
     return status, cls.get(status, "al-muted")
 
 
+def _money_facts(s: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``paid`` (the run's own events) and, for a fork, the total with its inherited prefix;
+    calls of unknown cost are counted beside, never as $0."""
+    unknown = unknown_text(s.get("cost_unknown_calls"))
+    if _missing(s.get("fork_seq")):
+        return [(PAID, fmt_usd(s.get("cost_usd")) + unknown)]
+    return [(PAID, fmt_usd(s.get("own_cost_usd"))), (TOTAL, fmt_usd(s.get("cost_usd")) + unknown)]
+
+
 def _run_facts(s: Mapping[str, Any]) -> list[tuple[str, str]]:
     events = fmt_int(s.get("events"))
     if not _missing(s.get("fork_seq")):
         events += f" ({fmt_int(s.get('own_events'))} own)"
-    cost = fmt_usd(s.get("cost_usd"))
-    unknown = 0 if _missing(s.get("cost_unknown_calls")) else int(s["cost_unknown_calls"])
-    if unknown:
-        cost += f" + {unknown:,} call{'s' if unknown != 1 else ''} of unknown cost"
     facts = [
         ("status", str(s.get("status"))),
         ("events", events),
@@ -239,16 +210,30 @@ def _run_facts(s: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("duration", fmt_ms(s.get("duration_ms"))),
         ("tokens", (f"{fmt_int(s.get('input_tokens'))} in · {fmt_int(s.get('output_tokens'))} out · "
                     f"{fmt_int(s.get('cached_tokens'))} cached")),
-        ("cost", cost),
+        *_money_facts(s),
         ("verified", str(s.get("verified"))),
         ("created", _fmt_time(s.get("created"))),
     ]
     if not _missing(s.get("parent")):
         facts.append(("forked from", f"{s['parent']} at seq {fmt_int(s.get('fork_seq'))}"))
-    tags = s.get("tags")
-    if not _missing(tags) and tags not in ("[]", "{}", "null"):
-        facts.append(("tags", str(tags)))
+    tags = _tags(s.get("tags"))
+    if tags:
+        facts.append(("tags", tags))
     return facts
+
+
+def _tags(value: Any) -> str:
+    """Tags as ``key=value`` pairs (the ``tags`` column is JSON text)."""
+    import json
+    if _missing(value) or value in ("[]", "{}", "null"):
+        return ""
+    try:
+        tags = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return str(value)
+    if isinstance(tags, Mapping):
+        return ", ".join(f"{k}={v}" for k, v in tags.items())
+    return str(tags)
 
 
 def run_text(s: Mapping[str, Any]) -> str:
@@ -264,19 +249,19 @@ def run_card(summary: Mapping[str, Any], by_model: Sequence[Mapping[str, Any]] =
 
     Args:
         summary: the row of ``run.summary()`` as a mapping.
-        by_model: the rows of ``run.cost(by="model")``.
+        by_model: the rows of ``run.cost(by="model", own=True)`` (what the run paid per model).
     """
     s = summary
     name = None if _missing(s.get("name")) else str(s["name"])
     head = header("Run", name, str(s.get("run_id")), _VERIFIED.get(str(s.get("verified"))))
     items = []
     if by_model:
-        cols = ("model", "calls", "input", "output", "cached", "cost", "unknown cost")
+        cols = ("model", "calls", "input", "output", "cached", PAID)
         rows = [(r.get("model"), r.get("llm_calls") or r.get("calls"), r.get("input_tokens"),
-                 r.get("output_tokens"), r.get("cached_tokens"), fmt_usd(r.get("cost_usd")),
-                 r.get("cost_unknown_calls")) for r in by_model]
-        items.append(section("Cost by model", table(cols, rows, numeric=(False, *[True] * 6)),
-                             len(rows)))
+                 r.get("output_tokens"), r.get("cached_tokens"),
+                 fmt_usd(r.get("cost_usd")) + unknown_text(r.get("cost_unknown_calls"))) for r in by_model]
+        title = "Paid by model" + ("" if _missing(s.get("fork_seq")) else " (own events)")
+        items.append(section(title, table(cols, rows, numeric=(False, *[True] * 5)), len(rows)))
     return obj_repr(run_text(s), head, grid(_run_facts(s)) + sections(items))
 
 
@@ -289,11 +274,16 @@ def run_repr(run: Run) -> str | None:
     """``Run._repr_html_``: reads ``run.json`` and the run's table; never runs a full verify."""
     if OPTIONS["display"] != "html":
         return None
-    from ..analysis.cost import cost
     from ..analysis.tables import summary
     row = _records(summary(run))[0]
-    by_model = [r for r in _records(cost(run, ("model",))) if r.get("llm_calls")]
-    return run_card(row, by_model)
+    return run_card(row, paid_by_model(run))
+
+
+def paid_by_model(run: Run) -> list[dict[str, Any]]:
+    """The rows of ``cost(run, "model", own=True)`` with model calls, most paid first."""
+    from ..analysis.cost import cost
+    rows = [r for r in _records(cost(run, ("model",), own=True)) if r.get("llm_calls")]
+    return sorted(rows, key=lambda r: -float(r.get("cost_usd") or 0))
 
 
 # --- Store -------------------------------------------------------------------------------------
@@ -305,7 +295,7 @@ def store_text(path: str, runs: Sequence[Mapping[str, Any]]) -> str:
     for r in runs[:STORE_ROWS]:
         name = "" if _missing(r.get("name")) else f" {r['name']!r}"
         lines.append(f"  {r.get('run_id')}{name} {r.get('status')} {fmt_int(r.get('events'))} events "
-                     f"{fmt_usd(r.get('cost_usd'))}")
+                     f"{PAID} {fmt_usd(r.get('own_cost_usd'))}")
     if len(runs) > STORE_ROWS:
         lines.append(f"  … {len(runs) - STORE_ROWS:,} more")
     return "\n".join(lines)
@@ -315,16 +305,18 @@ def store_card(path: str, runs: Sequence[Mapping[str, Any]]) -> str:
     """A store's card: its runs as a table (the rows of ``store.runs()``)."""
     n = len(runs)
     head = header("Store", path, None, (f"{n:,} run{'s' if n != 1 else ''}", "al-muted"))
-    total = sum(float(r.get("own_cost_usd") or 0) for r in runs)
+    total = usd_sum(r.get("own_cost_usd") for r in runs)
     tokens = sum(int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0) for r in runs)
-    facts = [("runs", fmt_int(n)), ("cost paid", fmt_usd(total)), ("tokens", fmt_int(tokens))]
-    cols = ("run", "name", "status", "events", "model calls", "tokens", "cost", "created", "forked from")
+    facts = [("runs", fmt_int(n)), (PAID, fmt_usd(total)), ("tokens", fmt_int(tokens))]
+    cols = ("run", "name", "status", "events", "model calls", "tokens", PAID, TOTAL, "created",
+            "forked from")
     rows = [(r.get("run_id"), r.get("name"), r.get("status"), r.get("events"), r.get("llm_calls"),
              int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0),
-             fmt_usd(r.get("cost_usd")), _fmt_time(r.get("created")),
+             fmt_usd(r.get("own_cost_usd")),
+             "" if _missing(r.get("parent")) else fmt_usd(r.get("cost_usd")), _fmt_time(r.get("created")),
              None if _missing(r.get("parent")) else f"{r['parent']} @ {fmt_int(r.get('fork_seq'))}")
             for r in runs]
-    numeric = (False, False, False, True, True, True, True, False, False)
+    numeric = (False, False, False, True, True, True, True, True, False, False)
     body = grid(facts) + sections([section("Runs", table(cols, rows, numeric=numeric, limit=STORE_ROWS), n)])
     return obj_repr(store_text(path, runs), head, body)
 
