@@ -158,12 +158,10 @@ def _plotly_js() -> str:
 
 
 def _summary_card(run: Run) -> str:
-    from .analysis.cost import cost
     from .analysis.tables import summary
-    from .widgets.html import _records, run_card
+    from .widgets.html import _records, paid_by_model, run_card
     row = _records(summary(run))[0]
-    by_model = [r for r in _records(cost(run, ("model",))) if r.get("llm_calls")]
-    return run_card(row, by_model)
+    return run_card(row, paid_by_model(run))
 
 
 def _verify_card(report: VerifyReport) -> str:
@@ -175,7 +173,8 @@ def _verify_card(report: VerifyReport) -> str:
 
 
 def _cost_tables(run: Run) -> str:
-    """The dashboard's tables (by model, span, actor): unknown costs shown as such, never $0."""
+    """The dashboard's tables (what the run paid by model, span, actor): unknown costs shown as
+    such, never $0."""
     from .widgets.costdash import RUN_GROUPS, cost_table_html, cost_tables
     tables = cost_tables(run)
     return "".join(f"<div><h3>{_e(title)}</h3>{cost_table_html(tables[name], column)}</div>"
@@ -198,7 +197,7 @@ def _pretty(payload: str) -> str:
 
 
 def _usage_text(model: Any, tin: Any, tout: Any, cost: Any, dur: Any) -> str:
-    from .widgets.html import fmt_ms, fmt_usd
+    from .widgets.numbers import fmt_ms, fmt_usd
     bits = []
     if model:
         bits.append(str(model))
@@ -322,7 +321,7 @@ def _side_by_side(d: RunDiff) -> str:
 
 
 def _diff_section(d: RunDiff) -> str:
-    from .widgets.html import _records, fmt_num, grid, table
+    from .widgets.html import _records, grid, table, usage_rows
     c = d.counts
     facts = [(f"run {k}", f"{r.id}" + (f" ({r.name})" if r.name else "") + f", {len(r):,} events")
              for k, r in (("a", d.a), ("b", d.b))]
@@ -331,8 +330,7 @@ def _diff_section(d: RunDiff) -> str:
         facts.append(("first divergence", f"seq {d.divergence}"))
         facts.append(("after it", (f"{c['matched']:,} matched, {c['changed']:,} changed, "
                                    f"{c['only_a']:,} only in a, {c['only_b']:,} only in b")))
-    usage = [(str(m), fmt_num(v["a"]), fmt_num(v["b"]), fmt_num(v["delta"], sign=True))
-             for m, v in d.usage.iterrows()]
+    usage = usage_rows(d.usage)
     legend = ('<div class="al-legend al-note"><span style="background:#fffbeb">changed</span>'
               '<span style="background:#fef2f2">only in a</span><span style="background:#f0fdf4">only in b</span>'
               "<span>matched (grey): same step, same content</span></div>")

@@ -30,7 +30,7 @@ from ..fold import Patch, SnapshotIndex, State, diff_states
 from ..fold.values import short
 from ._kernel import KernelView
 from .html import esc as _e
-from .html import fmt_usd, grid, header, obj_repr, section, sections, table
+from .html import grid, header, obj_repr, section, sections, table
 from .statetree import render_state
 
 if TYPE_CHECKING:
@@ -45,11 +45,6 @@ WINDOW: Final = 50          # rows shown either side of the divergence
 PAYLOAD_CHARS: Final = 70   # characters of a payload in a row
 GRAPH_ROWS: Final = 50      # graph changes listed
 STATUSES: Final = ("same", "changed", "only_a", "only_b")
-
-_USAGE_ROWS: Final = (("events", "events"), ("llm_calls", "model calls"), ("tool_calls", "tool calls"),
-                      ("input_tokens", "input tokens"), ("output_tokens", "output tokens"),
-                      ("cached_tokens", "cached tokens"), ("cost_usd", "cost (USD)"),
-                      ("cost_unknown_calls", "calls of unknown cost"), ("duration_ms", "duration (ms)"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,17 +314,8 @@ class DiffView(KernelView):
     def summary_html(self) -> str:
         """The usage delta (b - a) and the graph changes between the final states."""
         self._share_final_states()
-        usage = self.diff.usage
-        rows = []
-        for metric, label in _USAGE_ROWS:
-            if metric not in usage.index:
-                continue
-            va, vb, vd = (float(usage.loc[metric, c]) for c in ("a", "b", "delta"))
-            if metric == "cost_usd":
-                sign = "+" if vd > 0 else "-" if vd < 0 else ""
-                rows.append((label, fmt_usd(va), fmt_usd(vb), sign + fmt_usd(abs(vd))))
-            else:
-                rows.append((label, f"{va:,.0f}", f"{vb:,.0f}", f"{vd:+,.0f}"))
+        from .html import usage_rows
+        rows = usage_rows(self.diff.usage)
         parts = [section("Usage (b - a)", table(("metric", "a", "b", "delta"), rows,
                                                 numeric=(False, True, True, True)), folded=False)]
         graph = self.diff.graph

@@ -368,6 +368,28 @@ def diff_card(facts: Sequence[tuple[str, str]], *, title: str, rows: Sequence[Ma
     return obj_repr(text, head, grid(facts) + sections(items))
 
 
+_USAGE_LABELS: Final = {"llm_calls": "model calls", "cost_unknown_calls": "calls of unknown cost"}
+
+
+def usage_rows(usage: Any) -> list[tuple[str, str, str, str]]:
+    """The rows of ``RunDiff.usage`` (metric → a, b, delta) for people: money by ``fmt_usd`` (b − a
+    signed), durations in readable units, counts with separators. The cost rows are the runs as
+    read: a fork's counts its inherited prefix (the total, not what it paid)."""
+    rows = []
+    for metric, v in usage.iterrows():
+        name = str(metric)
+        if name == "cost_usd":
+            rows.append((f"{TOTAL} (USD)", fmt_usd(v["a"]), fmt_usd(v["b"]), fmt_usd(v["delta"], sign=True)))
+        elif name == "duration_ms":
+            delta = float(v["delta"])
+            rows.append(("duration", fmt_ms(v["a"]), fmt_ms(v["b"]),
+                         ("−" if delta < 0 else "+" if delta > 0 else "") + fmt_ms(abs(delta))))
+        else:
+            label = _USAGE_LABELS.get(name, name.replace("_", " "))
+            rows.append((label, fmt_num(v["a"]), fmt_num(v["b"]), fmt_num(v["delta"], sign=True)))
+    return rows
+
+
 def diff_repr(d: RunDiff) -> str | None:
     """``RunDiff._repr_html_`` (computes the state patch if it was not yet)."""
     if OPTIONS["display"] != "html":
@@ -381,7 +403,7 @@ def diff_repr(d: RunDiff) -> str | None:
         facts.append(("first divergence", f"seq {d.divergence}"))
         facts.append(("after it", (f"{c['matched']:,} matched, {c['changed']:,} changed, "
                                    f"{c['only_a']:,} only in a, {c['only_b']:,} only in b")))
-    usage = [(str(m), fmt_num(v["a"]), fmt_num(v["b"]), fmt_num(v["delta"])) for m, v in d.usage.iterrows()]
+    usage = usage_rows(d.usage)
     patch = d.state_patch
     return diff_card(facts, title=f"{d.a.name or d.a.id} → {d.b.name or d.b.id}",
                      rows=_records(d.table()), usage=usage, patch_html=patch._repr_html_(),

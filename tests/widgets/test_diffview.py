@@ -12,7 +12,7 @@ import pytest
 import agentlog as al
 from agentlog.fold import diff_states
 from agentlog.widgets.diffview import DiffView
-from agentlog.widgets.html import fmt_usd
+from agentlog.widgets.html import fmt_num, fmt_usd
 
 PAIRS = [("refunds-0001", "refunds-0001-approve"), ("sre-0001", "sre-0001-calm")]
 
@@ -89,11 +89,12 @@ def test_the_summary_shows_the_usage_delta_of_run_diff(store: Any, a: str, b: st
     for metric, label in (("input_tokens", "input tokens"), ("output_tokens", "output tokens"),
                           ("llm_calls", "model calls"), ("tool_calls", "tool calls")):
         delta = usage.loc[metric, "delta"]
-        assert re.search(rf"<td>{label}</td>.*?<td class=\"al-num\">{re.escape(f'{delta:+,.0f}')}</td>", text)
+        assert re.search(rf"<td>{label}</td>.*?<td class=\"al-num\">{re.escape(fmt_num(delta, sign=True))}</td>", text)
     cost = usage.loc["cost_usd", "delta"]
     assert cost != 0
-    sign = "-" if cost < 0 else "+"
-    assert re.search(rf"<td>cost \(USD\)</td>.*?<td class=\"al-num\">{re.escape(sign + fmt_usd(abs(cost)))}</td>", text)
+    sign = "−" if cost < 0 else "+"
+    assert re.search(rf"<td>total incl. inherited prefix \(USD\)</td>.*?<td class=\"al-num\">"
+                     rf"{re.escape(sign + fmt_usd(abs(cost)))}</td>", text)
     assert "Graph changes" in text
 
 
