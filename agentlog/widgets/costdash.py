@@ -342,9 +342,10 @@ class CostDashboard:
         first = self.tables["by_model"]
         t = first.sum(numeric_only=True)
         facts = [(PAID, fmt_usd(usd_sum(first["cost_usd"])) + unknown_text(t["cost_unknown_calls"]))]
-        if _is_run(self.source) and self.source.fork_seq is not None:
+        source: Any = self.source
+        if _is_run(source) and source.fork_seq is not None:
             from ..analysis.tables import event_table
-            whole = event_table(self.source).column("cost_usd").to_pylist()
+            whole = event_table(source).column("cost_usd").to_pylist()
             facts.append((TOTAL, fmt_usd(usd_sum(whole))))
         facts += [("tokens", (f"{fmt_int(t['input_tokens'])} in · {fmt_int(t['output_tokens'])} out · "
                               f"{fmt_int(t['cached_tokens'])} cached")),
