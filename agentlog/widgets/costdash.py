@@ -23,7 +23,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ._kernel import in_kernel, show_objects
+from ._kernel import figure_output, in_kernel, show_objects
 from .html import fmt_int, grid, header, obj_repr, section, sections, table
 from .numbers import PAID, TOTAL, fmt_usd, unknown_text, usd_axis, usd_sum
 from .options import OPTIONS
@@ -370,13 +370,14 @@ class CostDashboard:
         return self.summary_html() + obj_repr("", "", body)
 
     def widget(self) -> Any:
-        """The ``ipywidgets`` view: totals, then one tab per table (table and figure)."""
+        """The ``ipywidgets`` view: totals, then one tab per table (figure and table); the
+        figures are plain plotly figures (no ``FigureWidget``: see ``_kernel.figure_output``)."""
         if self._widget is None:
             import ipywidgets as widgets
             tabs = []
             for name in self.tables:
                 table_box = widgets.HTML(value=obj_repr("", "", self.table_html(name)))
-                tabs.append(widgets.VBox([go.FigureWidget(self.figures[name]), table_box]))
+                tabs.append(widgets.VBox([figure_output(self.figures[name]), table_box]))
             tab = widgets.Tab(children=tabs, titles=[n.replace("_", " ") for n in self.tables])
             head = widgets.HTML(value=self.summary_html())
             self._widget = widgets.VBox([head, tab])

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any, Final
 
-__all__ = ["PAID", "PICO", "SIGNIFICANT", "TOTAL", "USD_PATTERN", "fmt_ms", "fmt_usd", "is_missing",
+__all__ = ["PAID", "PICO", "SIGNIFICANT", "TOTAL", "USD_PATTERN", "fmt_ms", "fmt_scalar", "fmt_usd", "is_missing",
            "unknown_text", "usd", "usd_axis", "usd_sum"]
 
 #: The unit money is rounded to when read: a pico-dollar.
@@ -164,3 +164,32 @@ def fmt_ms(value: Any) -> str:
     if s < 2 * 86400:
         return f"{int(s // 3600)} h {int(s % 3600 // 60)} min"
     return f"{s / 86400:.1f} days"
+
+
+def is_money_key(key: str) -> bool:
+    """True for a key that holds dollars (``cost_usd``, ``total_cost``, ``usd``)."""
+    k = key.lower()
+    return "cost" in k or "usd" in k
+
+
+def fmt_scalar(value: Any, key: str = "") -> str:
+    """A JSON scalar as a tree or a patch shows it: dollars under a money key (``cost_usd``) by
+    :func:`fmt_usd`, other floats to six significant digits (no float noise), durations under
+    a ``*_ms`` key kept as numbers; strings and the rest as JSON.
+
+    >>> fmt_scalar(0.013392499999999998, "cost_usd"), fmt_scalar(203.000069, "duration_ms")
+    ('$0.0134', '203')
+    >>> fmt_scalar(True), fmt_scalar("a"), fmt_scalar(12)
+    ('true', '"a"', '12')
+    """
+    import json
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (int, float)) and is_money_key(key) and not isinstance(value, bool):
+        return fmt_usd(value)
+    if isinstance(value, float):
+        return f"{value:.6g}" if math.isfinite(value) else json.dumps(value)
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
