@@ -326,11 +326,24 @@ class CostDashboard:
     True
     """
 
-    def __init__(self, run_or_store: Run | Store) -> None:
+    def __init__(self, run_or_store: Run | Store, *, live: bool = False) -> None:
         self.source = run_or_store
         self.tables: dict[str, pd.DataFrame] = cost_tables(run_or_store)
         self.figures: dict[str, go.Figure] = _figures(run_or_store, self.tables)
         self._widget: Any = None
+        self.follower: Any = None
+        if live:
+            if not _is_run(run_or_store):
+                raise ValueError("live=True follows one run; a store's dashboard is drawn once")
+            from .live import Follower
+            self.follower = Follower(run_or_store, self._grow)  # type: ignore[arg-type]
+
+    def _grow(self, new: list[Any]) -> None:
+        """New events arrived (live): the tables, figures and the view are made again."""
+        self.tables = cost_tables(self.source)
+        self.figures = _figures(self.source, self.tables)
+        if self._widget is not None:
+            self._fill(self._widget)
 
     def __repr__(self) -> str:
         kind = "run" if _is_run(self.source) else "store"
@@ -374,15 +387,29 @@ class CostDashboard:
         figures are plain plotly figures (no ``FigureWidget``: see ``_kernel.figure_output``)."""
         if self._widget is None:
             import ipywidgets as widgets
-            tabs = []
-            for name in self.tables:
-                table_box = widgets.HTML(value=obj_repr("", "", self.table_html(name)))
-                tabs.append(widgets.VBox([figure_output(self.figures[name]), table_box]))
-            tab = widgets.Tab(children=tabs, titles=[n.replace("_", " ") for n in self.tables])
-            head = widgets.HTML(value=self.summary_html())
-            self._widget = widgets.VBox([head, tab])
+            self._widget = widgets.VBox()
             self._widget.add_class("agentlog-costdash")
+            if self.follower is not None:
+                self._badge = widgets.HTML()
+                self._badge.add_class("agentlog-live-badge")
+                self.follower.badge = self._badge
+            self._fill(self._widget)
+            if self.follower is not None:
+                self.follower.tick()
+                self.follower.start()
         return self._widget
+
+    def _fill(self, box: Any) -> None:
+        import ipywidgets as widgets
+        tabs = []
+        for name in self.tables:
+            table_box = widgets.HTML(value=obj_repr("", "", self.table_html(name)))
+            tabs.append(widgets.VBox([figure_output(self.figures[name]), table_box]))
+        old = next((c for c in box.children if isinstance(c, widgets.Tab)), None)
+        tab = widgets.Tab(children=tabs, titles=[n.replace("_", " ") for n in self.tables],
+                          selected_index=old.selected_index if old is not None else 0)
+        head = widgets.HTML(value=self.summary_html())
+        box.children = ([self._badge] if self.follower is not None else []) + [head, tab]
 
     def _ipython_display_(self) -> None:
         if in_kernel():

@@ -157,6 +157,8 @@ class Scrubber(KernelView):
         run: the run.
         reducers: the reducer set (default: the default projection), as for ``run.state_at``.
         start: the seq to show first (default 0).
+        live: follow a run that is still being written: the slider's range grows as events are
+            written, with a "● live" badge until the run closes.
 
     Raises:
         ValueError: the run has no events.
@@ -173,8 +175,9 @@ class Scrubber(KernelView):
     (3, 4)
     """
 
-    def __init__(self, run: Run, *, reducers: Any = None, start: int | None = None) -> None:
+    def __init__(self, run: Run, *, reducers: Any = None, start: int | None = None, live: bool = False) -> None:
         self.run = run
+        self.follower: Any = None
         self.reducers = reducers
         self._fold_with: Any = Reducers.default() if reducers is None else reducers
         self._count = len(run)
@@ -200,6 +203,20 @@ class Scrubber(KernelView):
         """The paths of ``patch``, highlighted in the state tree."""
         self.event_html = self.state_html = self.patch_html = self.payload_text = ""
         self.goto(0 if start is None else start)
+        if live:
+            from .live import Follower
+            self.follower = Follower(run, self._grow)
+
+    def _grow(self, new: list[Any]) -> None:
+        """New events arrived (live): the range grows; the event shown stays."""
+        self._count = len(self.run)
+        self._types, self._by_type = None, {}
+        w = self._view
+        if w is not None:
+            w.kinds.options = self.types
+            if w.figure is not None:
+                w.figure = tokens_figure(self.run)
+            self._sync()
 
     def __repr__(self) -> str:
         return f"<Scrubber {self.run.id} seq {self.seq:,} of {self._count:,}>"
@@ -385,6 +402,10 @@ class Scrubber(KernelView):
     def _parts(self) -> _View:
         if self._view is None:
             self._view = _build(self)
+            if self.follower is not None:
+                self.follower.badge = self._view.badge
+                self.follower.tick()
+                self.follower.start()
             self._sync()
         return self._view
 
@@ -481,6 +502,7 @@ class _View:
     raw: Any
     chart: Any
     figure: Any
+    badge: Any
 
 
 PANE: Final = "26em"  # the height of the tabs' panes: the chart below stays where it is
@@ -558,9 +580,11 @@ def _build(s: Scrubber) -> _View:
     style = w.HTML(f"<style>{_css()}</style>")
     controls = w.HBox([play, slider, seq_box, back, forward])
     finder = w.HBox([kinds, prev_kind, next_kind, cause])
-    box = w.VBox([style, controls, finder, message, tabs, chart])
+    badge = w.HTML()
+    badge.add_class("agentlog-live-badge")
+    box = w.VBox([style, *([badge] if s.follower is not None else []), controls, finder, message, tabs, chart])
     box.add_class("agentlog-scrubber")
     return _View(box=box, slider=slider, play=play, seq_box=seq_box, back=back, forward=forward,
                  kinds=kinds, prev_kind=prev_kind, next_kind=next_kind, cause=cause,
                  message=message, facts=None, tabs=tabs, event=event, state=state, patch=patch, raw=raw,
-                 chart=chart, figure=figure)
+                 chart=chart, figure=figure, badge=badge)

@@ -110,6 +110,8 @@ class Waterfall:
 
     Args:
         run: the run.
+        live: follow a run that is still being written: new spans appear as they are written,
+            with a "● live" badge until the run closes (:mod:`agentlog.widgets.live`).
         **options: passed to :func:`waterfall_figure` (``max_bars``, ``spans``).
 
     ``figure`` is the plain plotly figure and ``tree`` the span tree's rows
@@ -125,11 +127,16 @@ class Waterfall:
     ('s1', 'call_model gpt-4o-mini')
     """
 
-    def __init__(self, run: Run, **options: Any) -> None:
+    def __init__(self, run: Run, *, live: bool = False, **options: Any) -> None:
         self.run = run
         self.options = options
         self.figure: go.Figure = waterfall_figure(run, **options)
         self.tree = tree_rows(self._spans())
+        self.follower: Any = None
+        self._badge: Any = None
+        if live:
+            from .live import Follower
+            self.follower = Follower(run, self._grow)
         self.selected: str | None = None
         self.events_html: str = _panel_hint()
         self._widget: Any = None
@@ -186,9 +193,34 @@ class Waterfall:
             self._tree_widget.observe(self._on_tree, names="selected")
             below = widgets.HBox([self._tree_widget, self._panel],
                                  layout=widgets.Layout(width="100%", align_items="flex-start"))
-            self._widget = widgets.VBox([self._fig_widget, below], layout=widgets.Layout(width="100%"))
+            parts = [self._fig_widget, below]
+            if self.follower is not None:
+                self._badge = widgets.HTML()
+                self._badge.add_class("agentlog-live-badge")
+                self.follower.badge = self._badge
+                self.follower.tick()
+                self.follower.start()
+                parts.insert(0, self._badge)
+            self._widget = widgets.VBox(parts, layout=widgets.Layout(width="100%"))
             self._widget.add_class("agentlog-waterfall")
         return self._widget
+
+    def _grow(self, new: Sequence[Any]) -> None:
+        """New events arrived (live): redraw the figure and the tree; the selection stays."""
+        self.figure = waterfall_figure(self.run, **self.options)
+        self.tree = tree_rows(self._spans())
+        fw = self._fig_widget
+        if fw is not None:
+            with fw.batch_update():
+                fw.data = ()
+                fw.add_traces(list(self.figure.data))
+                fw.layout = self.figure.layout
+            for trace in fw.data:
+                trace.on_click(self._on_click)
+            if self.selected is not None:
+                self._highlight(self.selected)
+        if self._tree_widget is not None:
+            self._tree_widget.rows = self.tree
 
     def _on_tree(self, change: Mapping[str, Any]) -> None:
         span_id = str(change["new"] or "")
