@@ -315,7 +315,12 @@ def test_report_and_html_export(cli: Cli, samples: Path, tmp_path: Path) -> None
     page = (tmp_path / "r.html").read_text()
     assert page.count("Plotly.newPlot(") >= 3
     assert "first divergence at seq 27" in page
-    assert page.count("* plotly.js v") == 1  # plotly.js inlined once, for every figure
+    from agentlog.report import plotly_js_name
+    assert page.count("* plotly.js v") == 0 and f'src="{plotly_js_name()}"' in page  # one shared copy
+    assert (tmp_path / plotly_js_name()).stat().st_size > 10 * len(page.encode())
+    assert "with plotly.js beside it" in out.stdout
+    one = cli("--store", samples, "report", "sre-0001", "--inline", "-o", tmp_path / "one.html")
+    assert one.returncode == 0 and (tmp_path / "one.html").read_text().count("* plotly.js v") == 1
     html = cli("--store", samples, "export", "jobhunt-0001", "--format", "html", "-o", tmp_path / "j.html")
     assert html.returncode == 0 and "jobhunt-0001" in (tmp_path / "j.html").read_text()
 
