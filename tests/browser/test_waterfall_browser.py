@@ -79,7 +79,8 @@ def test_100k_span_waterfall_is_aggregated_and_renders(page: Any, shots: Path, t
     assert meta["spans"] == 100_000 and meta["aggregated"] and meta["bars"] <= 5000
     errors = open_figure(page, fig, tmp_path / "run100k.html")
     bars = page.locator(".barlayer .point")
-    assert bars.count() == meta["bars"] > 0
+    bands = sum(len(t.x) for t in fig.data if (t.meta or {}).get("role") == "rows")  # click bands
+    assert bars.count() == meta["bars"] + bands and meta["bars"] > 0
     assert page.locator(".scatterlayer .point").count() == 33  # every failed span's cross
     note = page.locator(".gtitle-subtitle")
     expect(note).to_be_visible()
