@@ -177,7 +177,7 @@ for _owner, _names in _ACCESSORS.items():
 del _owner, _names, _name, _target
 
 if TYPE_CHECKING:  # pragma: no cover
-    from . import edit, errors, examples, fold, interop, keys, pricing, testing, widgets
+    from . import edit, errors, examples, fold, interop, keys, otel, pricing, testing, widgets
     from .analysis.rundiff import RunDiff, diff
     from .canonical import canonical_json
     from .capture import transport
@@ -228,7 +228,6 @@ if TYPE_CHECKING:  # pragma: no cover
         diff_states,
         reducer,
     )
-    from . import otel
     from .otel import instrument
     from .proofs import SignedHead, verify_proof
     from .store import (

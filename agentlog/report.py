@@ -5,9 +5,13 @@ waterfall, cost tables and charts, and its event list with every payload (in ``<
 ``vs=other`` adds the side-by-side diff of the two runs (where they part, the aligned events
 after it coloured by status, the usage delta, the state patch and graph changes).
 
-- **Self-contained:** the stylesheet (``agentlog/widgets/static/agentlog.css`` and the page's
-  own rules) and plotly.js are inlined once, in ``<head>``; every figure is a ``div`` and a
-  ``Plotly.newPlot`` call with its JSON. Nothing is fetched: no CDN, no MathJax, no fonts.
+- **Offline and small:** the stylesheet (``agentlog/widgets/static/agentlog.css`` and the page's
+  own rules) is inlined; every figure is a ``div`` and a ``Plotly.newPlot`` call with its JSON.
+  plotly.js (4.7 MB, most of a report's size) is by default one shared copy next to the
+  reports, ``plotly-<version>.min.js``, written once and loaded by a relative ``<script src>``
+  (a report of 150 events is then about 200 KB instead of 5 MB); ``plotly="inline"`` puts it
+  in the page instead, for one self-contained file. Nothing is fetched from the network: no
+  CDN, no MathJax, no fonts.
 - **Escaped:** every string that came from a run (names, payloads, tool and model names,
   errors) goes through :func:`html.escape`; plotly's JSON escapes ``<``, ``>`` and ``/``.
 - **Bounded:** a long run lists its first :data:`EVENT_LIMIT` events, with a note saying how
@@ -36,7 +40,8 @@ if TYPE_CHECKING:
     from .store.run import Run
     from .store.verify import VerifyReport
 
-__all__ = ["DIFF_ROWS", "EVENT_LIMIT", "PAYLOAD_LIMIT", "report_html", "write_report"]
+__all__ = ["DIFF_ROWS", "EVENT_LIMIT", "PAYLOAD_LIMIT", "plotly_js_name", "report_html", "write_plotly_js",
+           "write_report"]
 
 #: Events listed in a report; the rest are counted and ``agentlog export`` gives them all.
 EVENT_LIMIT: Final = 2_000
@@ -148,22 +153,46 @@ class _Figures:
         return f'<div class="al-fig">{cap}{body}</div>'
 
 
-def _plotly_js() -> str:
+def plotly_js_name() -> str:
+    """The file name of the shared plotly.js copy: ``plotly-<version>.min.js`` (the version of
+    plotly.js that the installed plotly package ships)."""
+    import plotly
+    from plotly.offline import get_plotlyjs_version
+    version = get_plotlyjs_version() or getattr(plotly, "__version__", "x")
+    return f"plotly-{version}.min.js"
+
+
+def _plotly_js(src: str | None) -> str:
+    """plotly.js: inline (``src`` None) or a ``<script src>`` to the shared copy."""
+    head = "<script>window.PlotlyConfig = {MathJaxConfig: 'local'};</script>\n"
+    if src is not None:
+        return head + f'<script type="text/javascript" src="{_e(src)}"></script>'
     from plotly.offline import get_plotlyjs
-    return ("<script>window.PlotlyConfig = {MathJaxConfig: 'local'};</script>\n"
-            f'<script type="text/javascript">{get_plotlyjs()}</script>')
+    return head + f'<script type="text/javascript">{get_plotlyjs()}</script>'
+
+
+def write_plotly_js(folder: str | os.PathLike[str]) -> Path:
+    """Write the shared plotly.js copy into ``folder`` unless it is there (same version, same
+    size); returns its path."""
+    from plotly.offline import get_plotlyjs
+    path = Path(folder) / plotly_js_name()
+    text = get_plotlyjs()
+    data = text.encode("utf-8")
+    if not (path.is_file() and path.stat().st_size == len(data)):
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    return path
 
 
 # --- parts -------------------------------------------------------------------------------------------
 
 
 def _summary_card(run: Run) -> str:
-    from .analysis.cost import cost
     from .analysis.tables import summary
-    from .widgets.html import _records, run_card
+    from .widgets.html import _records, paid_by_model, run_card
     row = _records(summary(run))[0]
-    by_model = [r for r in _records(cost(run, ("model",))) if r.get("llm_calls")]
-    return run_card(row, by_model)
+    return run_card(row, paid_by_model(run))
 
 
 def _verify_card(report: VerifyReport) -> str:
@@ -175,7 +204,8 @@ def _verify_card(report: VerifyReport) -> str:
 
 
 def _cost_tables(run: Run) -> str:
-    """The dashboard's tables (by model, span, actor): unknown costs shown as such, never $0."""
+    """The dashboard's tables (what the run paid by model, span, actor): unknown costs shown as
+    such, never $0."""
     from .widgets.costdash import RUN_GROUPS, cost_table_html, cost_tables
     tables = cost_tables(run)
     return "".join(f"<div><h3>{_e(title)}</h3>{cost_table_html(tables[name], column)}</div>"
@@ -198,7 +228,7 @@ def _pretty(payload: str) -> str:
 
 
 def _usage_text(model: Any, tin: Any, tout: Any, cost: Any, dur: Any) -> str:
-    from .widgets.html import fmt_ms, fmt_usd
+    from .widgets.numbers import fmt_ms, fmt_usd
     bits = []
     if model:
         bits.append(str(model))
@@ -322,7 +352,7 @@ def _side_by_side(d: RunDiff) -> str:
 
 
 def _diff_section(d: RunDiff) -> str:
-    from .widgets.html import _records, fmt_num, grid, patch_html, table
+    from .widgets.html import _records, grid, patch_html, table, usage_rows
     c = d.counts
     facts = [(f"run {k}", f"{r.id}" + (f" ({r.name})" if r.name else "") + f", {len(r):,} events")
              for k, r in (("a", d.a), ("b", d.b))]
@@ -331,8 +361,7 @@ def _diff_section(d: RunDiff) -> str:
         facts.append(("first divergence", f"seq {d.divergence}"))
         facts.append(("after it", (f"{c['matched']:,} matched, {c['changed']:,} changed, "
                                    f"{c['only_a']:,} only in a, {c['only_b']:,} only in b")))
-    usage = [(str(m), fmt_num(v["a"]), fmt_num(v["b"]), fmt_num(v["delta"], sign=True))
-             for m, v in d.usage.iterrows()]
+    usage = usage_rows(d.usage)
     legend = ('<div class="al-legend al-note"><span style="background:#fffbeb">changed</span>'
               '<span style="background:#fef2f2">only in a</span><span style="background:#f0fdf4">only in b</span>'
               "<span>matched (grey): same step, same content</span></div>")
@@ -367,14 +396,17 @@ def _label(run: Run) -> str:
     return f"{run.name} ({run.id})" if run.name else run.id
 
 
-def report_html(run: Run, *, vs: Run | None = None, progress: Progress | None = None) -> str:
-    """The report of ``run`` (and its diff with ``vs``) as one self-contained HTML page.
+def report_html(run: Run, *, vs: Run | None = None, progress: Progress | None = None,
+                plotly_src: str | None = None) -> str:
+    """The report of ``run`` (and its diff with ``vs``) as one HTML page.
 
     Args:
         run: the run.
         vs: another run to compare with (e.g. a fork of ``run``): adds the side-by-side diff,
             and shows both runs' summaries, verify results, waterfalls and costs.
         progress: called with the name of each step as it starts (for a progress bar).
+        plotly_src: where the page loads plotly.js from (a relative path such as
+            :func:`plotly_js_name`); ``None`` inlines it (a self-contained page).
 
     Returns:
         The page: open it from disk, no network needed.
@@ -416,7 +448,7 @@ def report_html(run: Run, *, vs: Run | None = None, progress: Progress | None = 
         sections.append(("events-b", f"Events of {vs.id}", _events_list(vs, "events-b-list", shared)))
 
     title = f"agentlog report: {_label(run)}" + (f" vs {_label(vs)}" if vs is not None else "")
-    return _page(title, sections, scripts=_plotly_js() if figs.count else "")
+    return _page(title, sections, scripts=_plotly_js(plotly_src) if figs.count else "")
 
 
 def _page(title: str, sections: Iterable[tuple[str, str, str]], *, scripts: str) -> str:
@@ -430,13 +462,13 @@ def _page(title: str, sections: Iterable[tuple[str, str, str]], *, scripts: str)
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{_e(title)}</title><style>{_css()}{_CSS}</style>{scripts}</head>"
             f'<body class="al-report"><header class="al-top"><h1>{_e(title)}</h1>'
-            f'<div class="al-sub">generated {now} by agentlog {_e(__version__)} · self-contained, '
-            "works offline</div></header>"
+            f'<div class="al-sub">generated {now} by agentlog {_e(__version__)} · works offline'
+            "</div></header>"
             f"<nav>{nav}</nav><main>{body}</main><script>{_FILTER_JS}</script></body></html>\n")
 
 
 def write_report(run: Run | str, path: str | os.PathLike[str], *, vs: Run | str | None = None,
-                 store: Any = None, progress: Progress | None = None) -> Path:
+                 store: Any = None, progress: Progress | None = None, plotly: str = "shared") -> Path:
     """Write :func:`report_html` to ``path``.
 
     Args:
@@ -446,6 +478,9 @@ def write_report(run: Run | str, path: str | os.PathLike[str], *, vs: Run | str 
         store: where ids are looked up (a :class:`~agentlog.Store` or a path; default: the
             default store).
         progress: called with the name of each step (see :func:`report_html`).
+        plotly: ``shared`` (default): plotly.js is one copy next to the report
+            (:func:`write_plotly_js`, written once for every report in that folder);
+            ``inline``: in the page, which is then self-contained (about 5 MB).
 
     Returns:
         The path written.
@@ -454,16 +489,23 @@ def write_report(run: Run | str, path: str | os.PathLike[str], *, vs: Run | str 
     >>> store = al.examples.sample_store()
     >>> out = pathlib.Path(tempfile.mkdtemp()) / "report.html"
     >>> page = write_report(store.run("sre-0001"), out, vs=store.run("sre-0001-calm")).read_text()
-    >>> page.count("* plotly.js v"), "first divergence at seq 27" in page
-    (1, True)
+    >>> f'src="{plotly_js_name()}"' in page, (out.parent / plotly_js_name()).is_file()
+    (True, True)
+    >>> "first divergence at seq 27" in page, len(page) < 1_000_000
+    (True, True)
     """
+    if plotly not in ("shared", "inline"):
+        raise ValueError(f"plotly={plotly!r}: use 'shared' or 'inline'")
     from .capture.session import resolve_store
     if isinstance(run, str) or isinstance(vs, str):
         st = resolve_store(store)
         run = st.run(run) if isinstance(run, str) else run
         vs = st.run(vs) if isinstance(vs, str) else vs
     assert not isinstance(run, str) and not isinstance(vs, str)
-    text = report_html(run, vs=vs, progress=progress)
     out = Path(path)
+    src = None
+    if plotly == "shared":
+        src = write_plotly_js(out.parent).name
+    text = report_html(run, vs=vs, progress=progress, plotly_src=src)
     out.write_text(text, encoding="utf-8")
     return out

@@ -23,10 +23,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import agentlog as al
 from _common import logger, median_time
-from agentlog.report import write_report
 
+import agentlog as al
+from agentlog.report import write_report
 
 log = logger("report")
 

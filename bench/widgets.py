@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import widgets_state  # noqa: E402
-import widgets_waterfall  # noqa: E402
+import widgets_state
+import widgets_waterfall
 
 
 def main() -> None:

@@ -32,8 +32,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import agentlog as al
 from _common import logger, median_time
+
+import agentlog as al
 from agentlog.widgets.waterfall import waterfall_figure
 
 SIZES = (1_000, 10_000, 100_000)

@@ -46,13 +46,15 @@ LAYERS: dict[str, str] = {
         agentlog.store.meta agentlog.store.payload agentlog.store.run agentlog.store.segments
         agentlog.store.snapshot agentlog.store.store agentlog.store.verify agentlog.store.wal
         agentlog.store.writer
-        agentlog.store.checkpoints agentlog.store.heads agentlog.store.repair agentlog.store.tmp
+        agentlog.store.checkpoints agentlog.store.heads agentlog.store.repair agentlog.store.tail
+        agentlog.store.tmp
     """,
     "capture": """
         agentlog.capture agentlog.capture.divergence agentlog.capture.fork
         agentlog.capture.loopstate agentlog.capture.recorder agentlog.capture.replay
         agentlog.capture.runtime agentlog.capture.session agentlog.capture.sinks
         agentlog.capture.transport
+        agentlog.capture.forkplan
         agentlog.capture.effects agentlog.capture.lifecycle agentlog.capture.loopfork
         agentlog.capture.providers agentlog.capture.replayable agentlog.capture.runtime.approvals
         agentlog.capture.runtime.budget agentlog.capture.runtime.loop agentlog.capture.runtime.resume
@@ -83,6 +85,8 @@ LAYERS: dict[str, str] = {
         agentlog.widgets.costdash agentlog.widgets.diffview agentlog.widgets.forkpanel
         agentlog.widgets.html agentlog.widgets.options agentlog.widgets.scrubber
         agentlog.widgets.statetree agentlog.widgets.tabs agentlog.widgets.waterfall
+        agentlog.widgets.chat agentlog.widgets.graph agentlog.widgets.live agentlog.widgets.numbers
+        agentlog.widgets.spantree agentlog.widgets.timeline
         agentlog.report
     """,
     "cli": """

@@ -111,8 +111,8 @@ def recompute_cost(run: Run, prices: Mapping[str, Mapping[str, Any]] | None = No
     with no price gets ``recomputed_usd`` <NA> and source ``unknown``.
     """
     from .. import pricing
-    from ..events import Usage
     from ..errors import UnknownModelWarning
+    from ..events import Usage
 
     def build() -> pd.DataFrame:
         return run_query(run, recompute_sql, (*C.RECOMPUTED_COST, C.Column("priced_model", pa.string(), ""),

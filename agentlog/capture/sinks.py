@@ -28,7 +28,8 @@ from dataclasses import replace
 from typing import Any, Final, Protocol
 
 from ..canonical import canonical_json
-from ..chain import GENESIS, body_of as chain_body, chain_hash
+from ..chain import GENESIS, chain_hash
+from ..chain import body_of as chain_body
 from ..errors import CanonicalJSONError, DivergenceError
 from ..events import (
     APPROVAL_DENIED,

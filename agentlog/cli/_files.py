@@ -131,23 +131,29 @@ def import_command(file: str, fmt: str, name: str | None, source_run: str | None
 @click.argument("run")
 @click.option("--vs", "vs", metavar="RUN_B", help="Compare with RUN_B (e.g. a fork): the side-by-side diff.")
 @click.option("-o", "--output", metavar="FILE.html", help="Default: <run id>[-vs-<run b>].html.")
-def report_command(run: str, vs: str | None, output: str | None) -> None:
-    """Write one self-contained HTML report of RUN (opens offline, plotly inlined once).
+@click.option("--inline", is_flag=True,
+              help="Put plotly.js in the page (one self-contained file, about 5 MB) instead of one "
+                   "shared plotly-<version>.min.js next to the reports.")
+def report_command(run: str, vs: str | None, output: str | None, inline: bool) -> None:
+    """Write an HTML report of RUN that opens offline.
 
     Summary, verify result, waterfall, cost tables and charts, the event list with every
-    payload; with --vs, the side-by-side diff of the two runs.
+    payload; with --vs, the side-by-side diff of the two runs. plotly.js is one shared copy
+    next to the reports (written once per folder), or in the page with --inline.
     """
-    from ..report import write_report
+    from ..report import plotly_js_name, write_report
 
     store = options.store()
     r = open_run(run, store)
     other = open_run(vs, store) if vs else None
     dest = output_file(output or (f"{r.id}-vs-{other.id}.html" if other else f"{r.id}.html"))
     with progress(total=None, desc="report", unit="step") as bar, writing(dest):
-        path = write_report(r, dest, vs=other, progress=lambda step: _step(bar, step))
+        path = write_report(r, dest, vs=other, progress=lambda step: _step(bar, step),
+                            plotly="inline" if inline else "shared")
     size = path.stat().st_size
+    shared = "" if inline else f", with plotly.js beside it in {path.parent / plotly_js_name()}"
     click.echo(f"report of run {r.id}" + (f" vs {other.id}" if other else "")
-               + f" written to {path} ({size / 1e6:,.1f} MB)")
+               + f" written to {path} ({size / 1e6:,.1f} MB{shared})")
 
 
 def _step(bar: Any, step: str) -> None:

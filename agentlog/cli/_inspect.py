@@ -36,16 +36,21 @@ JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 
 
 def runs_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """The columns of ``agentlog ls`` from ``store.runs()``: short, formatted for people."""
+    """The columns of ``agentlog ls`` from ``store.runs()``: short, formatted for people.
+
+    ``paid`` is what each run's own events cost; a fork's ``total incl. inherited prefix`` adds
+    the events it shares with its parent (blank for a run that is not a fork)."""
     import pandas as pd
 
-    from ..widgets.html import cut, fmt_cost
+    from ..widgets.html import cut
+    from ..widgets.numbers import PAID, TOTAL, fmt_cost
 
     def fork(row: Mapping[str, Any]) -> str:
         return "" if pd.isna(row["parent"]) else f"{row['parent']}@{row['fork_seq']}"
 
     records = frame.to_dict(orient="records")
-    return pd.DataFrame({
+    forks = frame["parent"].notna().any()
+    out = pd.DataFrame({
         "run": frame["run_id"].astype(str),
         "name": [cut("" if pd.isna(r["name"]) else str(r["name"]), 34) for r in records],
         "status": frame["status"].astype(str),
@@ -53,31 +58,49 @@ def runs_table(frame: pd.DataFrame) -> pd.DataFrame:
         "llm": frame["llm_calls"].astype("int64"),
         "tools": frame["tool_calls"].astype("int64"),
         "tokens": (frame["input_tokens"] + frame["output_tokens"]).astype("int64"),
-        # its whole history, and its own events (a fork's prefix was paid by its parent)
-        "cost": [fmt_cost(r["cost_usd"], r["cost_unknown_calls"]) for r in records],
-        "paid": [fmt_cost(r["own_cost_usd"], r["own_cost_unknown_calls"]) for r in records],
-        "forked from": [fork(r) for r in records],
-        "created": [r["created"].strftime("%Y-%m-%d %H:%M") if not pd.isna(r["created"]) else ""
-                    for r in records],
+        PAID: [fmt_cost(r["own_cost_usd"], r["own_cost_unknown_calls"]) for r in records],
     })
+    if forks:
+        out[TOTAL] = ["" if pd.isna(r["parent"]) else fmt_cost(r["cost_usd"], r["cost_unknown_calls"])
+                      for r in records]
+    out["forked from"] = [fork(r) for r in records]
+    out["created"] = [r["created"].strftime("%Y-%m-%d %H:%M") if not pd.isna(r["created"]) else ""
+                      for r in records]
+    return out
+
+
+def _store_or_fail() -> Store:
+    """The store of ``--store``; exit 2 when that folder does not exist (a typo must not read as
+    an empty store)."""
+    store = options.store()
+    if not store.path.exists():
+        fail(ExitCode.BAD_INPUT, f"{store.path}: no such store (the folder does not exist)")
+    return store
 
 
 @cli.command("ls")
 @JSON_OPTION
 def ls_command(as_json: bool) -> None:
-    """List the runs of the store: status, events, calls, tokens, cost, lineage."""
-    store = options.store()
+    """List the runs of the store: status, events, calls, tokens, what each paid, lineage."""
+    import json
+
+    from ..widgets.numbers import PAID, TOTAL
+    store = _store_or_fail()
     frame = store.runs()
     if as_json:
-        echo_json(frame_records(frame))
+        records = frame_records(frame)
+        for r in records:  # tags are JSON text in the table: an object here
+            if isinstance(r.get("tags"), str):
+                r["tags"] = json.loads(r["tags"])
+        echo_json(records)
         return
     if frame.empty:
         click.echo(f"no runs in {store.path} (agentlog demo makes some)")
         return
     echo_table(runs_table(frame))
     if frame["parent"].notna().any():
-        click.echo("cost: the run's whole history, a fork's inherited prefix included; paid: its own "
-                   "events only (what `agentlog cost` sums)")
+        click.echo(f"{PAID}: the run's own events (what `agentlog cost` sums); {TOTAL}: a fork's "
+                   "paid plus the events it shares with its parent, which the parent paid for")
     damaged = frame.loc[frame["status"].isin(["damaged", "unreadable"]), "run_id"].tolist()
     if damaged:
         click.echo(f"{len(damaged)} damaged run{'s' if len(damaged) != 1 else ''} ({', '.join(damaged)}): "
@@ -101,8 +124,9 @@ def show_command(run: str, n_events: int, no_verify: bool, as_json: bool) -> Non
     report = None if no_verify else r.verify()
     summary_frame = r.summary()
     summary = frame_records(summary_frame)[0]
-    by_model = r.cost(by="model")
-    by_model = by_model[by_model["llm_calls"] > 0]
+    from ..analysis.cost import cost
+    by_model = cost(r, ("model",), own=True)
+    by_model = by_model[by_model["llm_calls"] > 0].sort_values("cost_usd", ascending=False, kind="stable")
     events = _events_frame(r, n_events) if n_events else None
     if as_json:
         out: dict[str, Any] = {"summary": summary, "cost_by_model": frame_records(by_model),
@@ -115,7 +139,7 @@ def show_command(run: str, n_events: int, no_verify: bool, as_json: bool) -> Non
     if report is not None and not report.ok:
         click.echo(str(report))
     if not by_model.empty:
-        click.echo("\ncost by model:")
+        click.echo("\npaid by model" + (" (own events)" if r.fork_seq is not None else "") + ":")
         cols = ["model", "llm_calls", "input_tokens", "output_tokens", "cached_tokens", "cost_usd",
                 "cost_unknown_calls"]
         echo_table(_cost_text(by_model[cols]))
@@ -229,6 +253,8 @@ def verify_command(runs: Sequence[str], all_runs: bool, expect_head: str | None,
         echo_json(out if len(out) != 1 or all_runs else out[0])
     else:
         for rep in reports:
+            if expect_head is not None and rep.ok:
+                continue  # one line below says both: the chain is intact, and whether the head is
             click.echo(str(rep))
         if signed is not None and reports[0].ok:
             rep = reports[0]
@@ -237,10 +263,13 @@ def verify_command(runs: Sequence[str], all_runs: bool, expect_head: str | None,
                        f"key {signed.key_id}{' (pinned)' if public_key else ''}, unchanged{grown}")
         elif expect_head is not None and signed is None:
             rep = reports[0]
+            intact = "the chain is intact" if rep.ok else "and the chain has problems (above)"
             if head_ok:
-                click.echo(f"run {rep.run_id}: head {rep.head[:12]}… is the expected head")
+                click.echo(f"run {rep.run_id}: {'ok, ' if rep.ok else ''}{rep.events:,} events, head "
+                           f"{rep.head[:12]}… is the expected head")
             else:
-                click.echo(f"run {rep.run_id}: head {rep.head} differs from the expected {expect_head}")
+                click.echo(f"run {rep.run_id}: head differs from the expected {expect_head}: it is "
+                           f"{rep.head} ({rep.events:,} events; {intact})")
         if len(reports) > 1:
             click.echo(f"{len(reports):,} runs: {len(reports) - len(bad):,} ok, {len(bad):,} with problems")
     if bad or not head_ok:
@@ -320,22 +349,30 @@ _STORE_KEYS = ("run", *_RUN_KEYS)
 
 
 def _cost_text(frame: pd.DataFrame) -> pd.DataFrame:
-    """A cost table for people: dollars as text, an unknown cost as ``unknown`` (never $0)."""
-    from ..widgets.html import fmt_cost
+    """A cost table for people: the cost column is what was paid, written by ``fmt_cost`` (an
+    unknown cost reads ``unknown``, never $0), with calls of unknown cost counted beside it;
+    no-model rows that are only tool calls say so."""
+    import pandas as pd
+
+    from ..widgets.numbers import PAID, fmt_cost
     out = frame.copy()
-    out["cost_usd"] = [fmt_cost(v) for v in frame["cost_usd"]]
-    return out.rename(columns={"cost_unknown_calls": "unknown_cost"})
+    out["cost_usd"] = [fmt_cost(v, u) for v, u in zip(frame["cost_usd"], frame["cost_unknown_calls"], strict=True)]
+    if "model" in out.columns:
+        tools = frame["model"].isna() & (frame["llm_calls"] == 0)
+        out["model"] = out["model"].astype(object).where(~tools.to_numpy(), "(tool calls)")
+        out["model"] = out["model"].where(pd.notna(out["model"]), "(no model)")
+    return out.drop(columns="cost_unknown_calls").rename(columns={"cost_usd": PAID})
 
 
 def cost_total(frame: pd.DataFrame) -> str:
-    """The total line under a cost table: calls, tokens, the known cost and ``+ N unknown``."""
-    from ..widgets.html import fmt_cost
+    """The total line under a cost table: calls, tokens, what was paid and ``+ N unknown``."""
+    from ..widgets.numbers import PAID, fmt_cost
     total = frame.sum(numeric_only=True)  # sum() leaves unknown (<NA>) costs out
     unknown = int(total["cost_unknown_calls"])
     known = frame["cost_usd"].notna().any() or not unknown
     return (f"total: {int(total['llm_calls']):,} model calls, {int(total['tool_calls']):,} tool "
             f"calls, {int(total['input_tokens']):,} input + {int(total['output_tokens']):,} output "
-            f"tokens, {fmt_cost(total['cost_usd'] if known else None, unknown)}")
+            f"tokens, {PAID} {fmt_cost(total['cost_usd'] if known else None, unknown)}")
 
 
 @cli.command("cost")
@@ -344,10 +381,10 @@ def cost_total(frame: pd.DataFrame) -> str:
               help=f"Comma-separated keys: {', '.join(_STORE_KEYS)}.")
 @JSON_OPTION
 def cost_command(runs: Sequence[str], by: str, as_json: bool) -> None:
-    """Tokens, calls and cost summed by --by, over RUNs or the whole store.
+    """Tokens, calls and what was paid, summed by --by, over RUNs or the whole store.
 
-    Over the store, each run counts its own events (a fork's prefix was paid by its parent);
-    a RUN counts all its events, its parent's prefix included.
+    Each run counts its own events: a fork's prefix was paid by its parent (`agentlog ls` and
+    `agentlog show` give a fork's total incl. inherited prefix too).
     """
     keys = [k.strip() for k in by.split(",") if k.strip()]
     bad = [k for k in keys if k not in _STORE_KEYS]
@@ -356,7 +393,7 @@ def cost_command(runs: Sequence[str], by: str, as_json: bool) -> None:
     if runs:
         frame = _runs_cost(list(open_runs(runs)), keys)
     else:
-        frame = options.store().cost(by=keys)
+        frame = _store_or_fail().cost(by=keys)
     if as_json:
         echo_json(frame_records(frame))
         return
@@ -366,14 +403,16 @@ def cost_command(runs: Sequence[str], by: str, as_json: bool) -> None:
 
 
 def _runs_cost(runs: Sequence[Run], keys: Sequence[str]) -> pd.DataFrame:
-    """The cost of each of ``runs`` by ``keys``, with a ``run_id`` column first (as over the store)
-    unless ``keys`` has no ``run`` and there is one run; ``--by run`` alone is one row per run."""
+    """What each of ``runs`` paid (its own events) by ``keys``, with a ``run_id`` column first (as
+    over the store) unless ``keys`` has no ``run`` and there is one run; ``--by run`` alone is one
+    row per run."""
     import pandas as pd
 
+    from ..analysis.cost import cost
     per_run = [k for k in keys if k != "run"]
     frames = []
     for r in runs:
-        part = r.cost(by=per_run)  # by=(): the run is the only key, one row of totals
+        part = cost(r, per_run, own=True)  # by=(): the run is the only key, one row of totals
         part.insert(0, "run_id", r.id)
         frames.append(part)
     frame = pd.concat(frames, ignore_index=True)

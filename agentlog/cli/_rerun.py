@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import click
 
@@ -55,6 +55,7 @@ def replay_command(run: str, spec: str, strict: bool, name: str | None, as_json:
     mode = "strict" if strict else "permissive"
     result = _run_program(f"replay of run {r.id}",
                           lambda: replay(program, r, mode=mode, name=name))
+    _raised_in_replay(r.id, result.divergence)
     if as_json:
         div = result.divergence
         echo_json({"run": r.id, "mode": str(result.mode), "ok": result.ok, "events": result.events,
@@ -65,6 +66,23 @@ def replay_command(run: str, spec: str, strict: bool, name: str | None, as_json:
         click.echo(str(result) if result.divergence is not None else f"run {r.id}: {result}")
     if not result.ok:
         raise click.exceptions.Exit(int(ExitCode.CHECK_FAILED))
+
+
+def _raised_in_replay(run_id: str, divergence: Any) -> None:
+    """A strict replay whose program raised ends in a ``run.failed`` the recorded run does not
+    have: that is the program failing (exit 5), not the run being different (exit 1)."""
+    from ..events import RUN_FAILED, RunFailed
+
+    actual = None if divergence is None else divergence.actual
+    if actual is None or actual.type != RUN_FAILED:
+        return
+    expected = divergence.expected
+    if expected is not None and expected.type == RUN_FAILED:
+        return  # the recorded run failed here too: a real difference in how
+    failed = RunFailed.of(actual)
+    where = f"at seq {divergence.seq}" + (f", where the recorded run has {expected.type}"
+                                         if expected is not None else "")
+    fail(ExitCode.PROGRAM, f"replay of run {run_id}: the program raised {failed.error} ({where})")
 
 
 @cli.command("fork", epilog=EDIT_HELP)

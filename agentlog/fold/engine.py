@@ -36,11 +36,13 @@ from contextlib import contextmanager
 from typing import Any, Final, Protocol, TypeAlias
 
 from ..errors import FoldError, ReducerError
-from ..events import STATE_PATCH, Event
+from ..events import STATE_PATCH, Event, StatePatch
 from ._transient import Slot, apply_ops
 from .persistent import PMap
 from .reducers import Reducer, Reducers, patch_vars, reducer_name
 from .values import EMPTY_MAP, State, freeze
+
+_OPS: Final = StatePatch.K.ops
 
 __all__ = ["DEFAULT_EVERY", "KEEP", "MAX_SNAPSHOTS", "RECENT", "EventSource", "EventsFn", "SnapshotIndex",
            "StoredFn", "as_events_fn", "default_every", "fold"]
@@ -207,7 +209,7 @@ def _fold_loop(events: Iterable[Event], reducers: Reducers, state: State, every:
                 before = state.get("vars", EMPTY_MAP)
                 slot = Slot(before)
             try:
-                apply_ops(slot, event.payload["ops"], parsed)
+                apply_ops(slot, event.payload[_OPS], parsed)
             except Exception as exc:
                 raise ReducerError(event.seq, kind, _PATCH_NAME, exc) from exc
         else:

@@ -72,7 +72,17 @@ from ..events import (
     Usage,
     with_origin,
 )
-from ._common import SOURCE_TAG, TS_MAX, TS_MIN, chosen, finite, import_run_id, loads, store_of, write_or_extend
+from ._common import (
+    SOURCE_TAG,
+    TS_MAX,
+    TS_MIN,
+    chosen,
+    finite,
+    import_run_id,
+    loads,
+    store_of,
+    write_or_extend,
+)
 from .errors import InteropFormatError
 
 if TYPE_CHECKING:

@@ -67,3 +67,18 @@ class KernelView:
             return None
         bundle: dict[str, Any] = self.widget._repr_mimebundle_(include=include, exclude=exclude)
         return bundle
+
+
+def figure_output(fig: Any) -> Any:
+    """A plain plotly figure shown in an ``ipywidgets.Output`` (drawn by plotly's JupyterLab
+    renderer). Used instead of a ``FigureWidget`` wherever no Python callback is needed: every
+    FigureWidget is an anywidget model carrying plotly.js (about 5 MB), and JupyterLab's
+    anywidget runtime gives each model 2 seconds to start; with several notebooks restored at
+    once, those starts missed it ("[anywidget] Failed to initialize model")."""
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    out = widgets.Output()
+    with out:
+        display(fig)  # type: ignore[no-untyped-call]
+    return out

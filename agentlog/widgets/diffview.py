@@ -1,14 +1,20 @@
 """``DiffView``: two runs side by side, from where they part.
 
 Built on :func:`agentlog.diff` (:class:`~agentlog.analysis.rundiff.RunDiff`): the shared
-prefix, the first divergence and the alignment of the events after it come from there. The
-view lays them out as *aligned steps*: one per shared event (status ``same``), then one per
-aligned pair or lone event after the divergence (``same`` for a matched pair, ``changed``,
-``only_a``, ``only_b``).
+prefix, the first divergence and the alignment of the events after it (a sequence alignment
+over event types and keys) come from there. The view lays them out as *aligned steps*: one per
+shared event (status ``same``), then one per aligned pair or lone event after the divergence
+(``same`` for a matched pair, ``shifted``, ``changed``, ``only_a``, ``only_b``).
 
-- **Events**: both runs' events in two halves of one table, rows coloured by status, the
-  divergence marked. Long runs show a window around the divergence (``window`` rows either
-  side) that :meth:`DiffView.show_more` widens, never every row.
+A pair whose only differences are counters that moved by the same amount in every pair after
+the divergence (``attributes.step`` 15 → 16, 16 → 17, …: the fork added a step) is
+``shifted``, not ``changed``: the same event, later (:func:`shifted_pairs`).
+
+- **Events**: both runs' events in two halves of one table, opening at the first divergence:
+  the shared prefix is one folded line ("77 identical events ▸", :meth:`DiffView.show_prefix`
+  unfolds it), rows coloured by status, each changed pair followed by what changed ("~
+  /result/value: 0.93 → 0.35"). Long runs show a window of ``window`` rows that
+  :meth:`DiffView.show_more` widens, never every row. The controls are above the table.
 - **States**: a shared slider over the aligned steps; at each step, the state of each run
   after its last event at or before that step, as trees (:mod:`agentlog.widgets.statetree`)
   with the paths where the two states differ (``diff_states(state_a, state_b)``)
@@ -30,7 +36,7 @@ from ..fold import Patch, SnapshotIndex, State, diff_states
 from ..fold.values import short
 from ._kernel import KernelView
 from .html import esc as _e
-from .html import fmt_usd, grid, header, obj_repr, section, sections, table
+from .html import grid, header, obj_repr, section, sections, table
 from .statetree import render_state
 
 if TYPE_CHECKING:
@@ -44,12 +50,8 @@ __all__ = ["DiffRow", "DiffView"]
 WINDOW: Final = 50          # rows shown either side of the divergence
 PAYLOAD_CHARS: Final = 70   # characters of a payload in a row
 GRAPH_ROWS: Final = 50      # graph changes listed
-STATUSES: Final = ("same", "changed", "only_a", "only_b")
-
-_USAGE_ROWS: Final = (("events", "events"), ("llm_calls", "model calls"), ("tool_calls", "tool calls"),
-                      ("input_tokens", "input tokens"), ("output_tokens", "output tokens"),
-                      ("cached_tokens", "cached tokens"), ("cost_usd", "cost (USD)"),
-                      ("cost_unknown_calls", "calls of unknown cost"), ("duration_ms", "duration (ms)"))
+STATUSES: Final = ("same", "shifted", "changed", "only_a", "only_b")
+SHIFT_PAIRS: Final = 5_000  # changed pairs examined for shifted counters
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +61,7 @@ class DiffRow:
     step: int
     """Position in the aligned list (the slider's value)."""
     status: str
-    """``same``, ``changed``, ``only_a`` or ``only_b``."""
+    """``same``, ``shifted``, ``changed``, ``only_a`` or ``only_b``."""
     seq_a: int | None
     """The event's seq in run a (``None``: only in b)."""
     seq_b: int | None
@@ -69,18 +71,20 @@ class DiffRow:
     actor: str | None
     """The event's actor."""
     change: str
-    """What changed (``changed`` rows), as ``RunDiff`` summarises it; else ``""``."""
+    """What changed (``changed`` rows), as ``RunDiff`` summarises it; for ``shifted`` rows which
+    counters moved; else ``""``."""
 
 
 class _Rows(Sequence[DiffRow]):
     """The aligned rows: the shared prefix (made on demand) then RunDiff's rows."""
 
     def __init__(self, prefix: int, tail: dict[str, list[Any]], table_a: pa.Table,
-                 summary: Callable[[int], str]) -> None:
+                 summary: Callable[[int], str], shifted: dict[int, str]) -> None:
         self._prefix = prefix
         self._tail = tail
         self._table_a = table_a
         self._summary = summary
+        self._shifted = shifted
 
     def __len__(self) -> int:
         return self._prefix + len(self._tail["status"])
@@ -104,11 +108,62 @@ class _Rows(Sequence[DiffRow]):
                            t.column("actor")[index].as_py(), "")
         t, k = self._tail, index - self._prefix
         status = t["status"][k]
+        if k in self._shifted:
+            return DiffRow(index, "shifted", t["seq_a"][k], t["seq_b"][k], t["type"][k], t["actor"][k],
+                           self._shifted[k])
         return DiffRow(index, "same" if status == "matched" else status, t["seq_a"][k], t["seq_b"][k],
                        t["type"][k], t["actor"][k], self._summary(k) if status == "changed" else "")
 
     def __iter__(self) -> Iterator[DiffRow]:
         return (self[i] for i in range(len(self)))
+
+
+def _int_moves(a: Any, b: Any) -> dict[str, int] | None:
+    """The integer fields that moved between two payloads, ``{path: new - old}``; ``None`` if
+    anything else differs."""
+    from ..analysis.rundiff import IGNORED
+    from ..fold import freeze
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return None
+    a = {k: v for k, v in a.items() if k not in IGNORED}
+    b = {k: v for k, v in b.items() if k not in IGNORED}
+    moves: dict[str, int] = {}
+    for change in diff_states(freeze(a), freeze(b)).changes:
+        op, old, new = change.op, change.old, change.op.get("value")
+        if (op.get("op") != "replace" or not isinstance(old, int) or not isinstance(new, int)
+                or isinstance(old, bool) or isinstance(new, bool)):
+            return None
+        moves[str(op["path"])] = new - old
+    return moves or None
+
+
+def shifted_pairs(pairs: Sequence[tuple[Any, Any]]) -> dict[int, str]:
+    """Which changed pairs differ only by counters that moved by one same amount in every pair
+    where they differ (a fork that adds a step moves every later step number by one).
+
+    Args:
+        pairs: the payloads ``(a, b)`` of the changed pairs, in order.
+
+    Returns:
+        ``{index in pairs: "positions moved: /attributes/step +1"}``.
+
+    >>> pairs = [({"step": 15}, {"step": 16}), ({"step": 16}, {"step": 17}), ({"x": 1}, {"x": 2})]
+    >>> shifted_pairs(pairs)
+    {0: 'same content, moved: /step +1', 1: 'same content, moved: /step +1'}
+    """
+    moves = [_int_moves(a, b) for a, b in pairs]
+    seen: dict[str, set[int]] = {}
+    count: dict[str, int] = {}
+    for m in moves:
+        for path, delta in (m or {}).items():
+            seen.setdefault(path, set()).add(delta)
+            count[path] = count.get(path, 0) + 1
+    steady = {p for p, deltas in seen.items() if len(deltas) == 1 and count[p] >= 2}
+    out = {}
+    for i, m in enumerate(moves):
+        if m and set(m) <= steady:
+            out[i] = "same content, moved: " + ", ".join(f"{p} {d:+d}" for p, d in sorted(m.items()))
+    return out
 
 
 def _forward_fill(values: list[int | None], start: int) -> list[int]:
@@ -159,14 +214,17 @@ class DiffView(KernelView):
         self._table_a, self._table_b = event_table(run_a), event_table(run_b)
         prefix = self.diff.prefix
         tail = self.diff.columns("status", "seq_a", "seq_b", "type", "actor")
-        self.rows: Sequence[DiffRow] = _Rows(prefix, tail, self._table_a, self.diff.summary)
+        self.rows: Sequence[DiffRow] = _Rows(prefix, tail, self._table_a, self.diff.summary,
+                                             self._shifted(tail))
         self._last_a = _forward_fill(tail["seq_a"], prefix - 1)
         self._last_b = _forward_fill(tail["seq_b"], prefix - 1)
         self.divergence_seq: int | None = self.diff.divergence
         self.divergence_step: int | None = None if self.diff.same else prefix
         self._tail_index: SnapshotIndex | None = None
-        self._lo, self._hi = self._around(self.divergence_step if self.divergence_step is not None
-                                          else max(len(self.rows) - 1, 0))
+        self.prefix_shown = False
+        """Whether the shared prefix is unfolded in the event list (:meth:`show_prefix`)."""
+        start = self.divergence_step if self.divergence_step is not None else max(len(self.rows) - 1, 0)
+        self._lo, self._hi = start, min(len(self.rows), start + 2 * self.window + 1)
         self._view: Any = None
         self._syncing = False
         self.step = -1
@@ -179,6 +237,13 @@ class DiffView(KernelView):
         self.state_html = ""
         if len(self.rows):
             self.goto(self.divergence_step if self.divergence_step is not None else len(self.rows) - 1)
+
+    def _shifted(self, tail: dict[str, list[Any]]) -> dict[int, str]:
+        changed = [k for k, st in enumerate(tail["status"]) if st == "changed"][:SHIFT_PAIRS]
+        pay_a, pay_b = self._table_a.column("payload"), self._table_b.column("payload")
+        pairs = [(json.loads(pay_a[tail["seq_a"][k]].as_py()), json.loads(pay_b[tail["seq_b"][k]].as_py()))
+                 for k in changed]
+        return {changed[i]: text for i, text in shifted_pairs(pairs).items()}
 
     def __repr__(self) -> str:
         where = "the same events" if self.divergence_seq is None else f"diverge at seq {self.divergence_seq}"
@@ -255,6 +320,16 @@ class DiffView(KernelView):
             self._sync()
         return self
 
+    def show_prefix(self, shown: bool = True) -> DiffView:
+        """Unfold (or fold again) the shared prefix in the event list (its last ``window``
+        events; :meth:`show_more` reaches further back)."""
+        self.prefix_shown = shown
+        start = self.divergence_step if self.divergence_step is not None else self._lo
+        self._lo = max(0, start - self.window) if shown else start
+        if self._view is not None:
+            self._sync()
+        return self
+
     @property
     def window_range(self) -> tuple[int, int]:
         """The aligned steps ``(first, stop)`` the event list shows."""
@@ -275,30 +350,41 @@ class DiffView(KernelView):
     def _side(self, table: pa.Table, seq: int | None, row: DiffRow) -> str:
         if seq is None:
             return '<td class="al-num"></td><td></td><td></td><td></td>'
-        return (f'<td class="al-num">{seq:,}</td><td>{_e(row.type)}</td><td>{_e(row.actor or "")}</td>'
-                f"<td>{_e(self._payload(table, seq))}</td>")
+        return (f'<td class="al-num">{seq:,}</td><td class="al-nowrap">{_e(row.type)}</td>'
+                f'<td class="al-nowrap">{_e(row.actor or "")}</td><td>{_e(self._payload(table, seq))}</td>')
 
     @property
     def events_html(self) -> str:
-        """The aligned events in the window: run a on the left, run b on the right."""
+        """The aligned events in the window: run a on the left, run b on the right; the shared
+        prefix folded into one line; each changed pair followed by what changed."""
         lo, hi = self._lo, self._hi
         head = (f'<tr><th colspan="4">a: {_e(self.a.id)}</th>'
                 f'<th class="al-dv-sep" colspan="4">b: {_e(self.b.id)}</th></tr>'
                 "<tr><th>seq</th><th>type</th><th>actor</th><th>payload</th>"
                 '<th class="al-dv-sep">seq</th><th>type</th><th>actor</th><th>payload</th></tr>')
         body = []
-        if lo > 0:
-            body.append(f'<tr class="al-more"><td colspan="8">… {lo:,} earlier steps</td></tr>')
+        prefix = self.diff.prefix
+        folded = min(lo, prefix)
+        if folded > 0:
+            what = "identical event" + ("s" if folded != 1 else "")
+            seqs = f"seq 0..{folded - 1}" if folded > 1 else "seq 0"
+            body.append(f'<tr class="al-dv-fold"><td colspan="8">{folded:,} {what} ({seqs}) '
+                        f'{"▸" if not self.prefix_shown else "▾"}</td></tr>')
+        if lo > prefix:
+            body.append(f'<tr class="al-more"><td colspan="8">… {lo - prefix:,} earlier steps after the '
+                        "divergence</td></tr>")
         for row in self.rows[lo:hi]:
             if row.step == self.divergence_step:
                 body.append(f'<tr class="al-dv-divergence"><td colspan="8">runs diverge here: '
                             f"seq {self.divergence_seq:,}</td></tr>")
             classes = f"al-dv-{row.status}" + (" al-dv-current" if row.step == self.step else "")
-            title = f' title="{_e(row.change)}"' if row.change else ""
             left = self._side(self._table_a, row.seq_a, row)
             right = self._side(self._table_b, row.seq_b, row).replace("<td", '<td class="al-dv-sep"', 1)
-            body.append(f'<tr class="{classes}" data-step="{row.step}" data-status="{row.status}"{title}>'
+            body.append(f'<tr class="{classes}" data-step="{row.step}" data-status="{row.status}">'
                         f"{left}{right}</tr>")
+            if row.change:
+                body.append(f'<tr class="al-dv-change al-dv-{row.status}" data-step="{row.step}">'
+                            f'<td></td><td colspan="7">{_e(row.change)}</td></tr>')
         if hi < len(self.rows):
             body.append(f'<tr class="al-more"><td colspan="8">… {len(self.rows) - hi:,} later steps</td></tr>')
         return (f'<table class="al-table al-dv-events"><thead>{head}</thead>'
@@ -319,17 +405,8 @@ class DiffView(KernelView):
     def summary_html(self) -> str:
         """The usage delta (b - a) and the graph changes between the final states."""
         self._share_final_states()
-        usage = self.diff.usage
-        rows = []
-        for metric, label in _USAGE_ROWS:
-            if metric not in usage.index:
-                continue
-            va, vb, vd = (float(usage.loc[metric, c]) for c in ("a", "b", "delta"))
-            if metric == "cost_usd":
-                sign = "+" if vd > 0 else "-" if vd < 0 else ""
-                rows.append((label, fmt_usd(va), fmt_usd(vb), sign + fmt_usd(abs(vd))))
-            else:
-                rows.append((label, f"{va:,.0f}", f"{vb:,.0f}", f"{vd:+,.0f}"))
+        from .html import usage_rows
+        rows = usage_rows(self.diff.usage)
         parts = [section("Usage (b - a)", table(("metric", "a", "b", "delta"), rows,
                                                 numeric=(False, True, True, True)), folded=False)]
         graph = self.diff.graph
@@ -362,16 +439,24 @@ class DiffView(KernelView):
         facts = [("run a", f"{self.a.id}, {len(self.a):,} events"),
                  ("run b", f"{self.b.id}, {len(self.b):,} events"),
                  ("shared prefix", f"{d.prefix:,} events"),
-                 ("after it", (f"{c['matched']:,} same, {c['changed']:,} changed, "
-                               f"{c['only_a']:,} only in a, {c['only_b']:,} only in b"))]
+                 ("after it", (f"{c['matched']:,} same, {c['changed'] - self.n_shifted:,} changed, "
+                               f"{self.n_shifted:,} shifted, {c['only_a']:,} only in a, "
+                               f"{c['only_b']:,} only in b"))]
         items = [section("Events", self.events_html, folded=False),
                  section(f"States at aligned step {self.step:,}", self.state_html, folded=False),
                  self.summary_html]
         return obj_repr(self.text(), head, grid(facts) + sections(items[:2]) + items[2])
 
     @property
+    def n_shifted(self) -> int:
+        """How many changed pairs are only shifted (see :func:`shifted_pairs`)."""
+        rows = self.rows
+        return len(rows._shifted) if isinstance(rows, _Rows) else 0
+
+    @property
     def widget(self) -> Any:
-        """The ipywidgets view (a ``VBox``, built on first use)."""
+        """The ipywidgets view (a ``VBox``, built on first use): the controls on top, then the
+        events, the states at the selected step, and the usage and graph summary."""
         if self._view is None:
             self._view = _build(self)
             self._sync()
@@ -388,6 +473,10 @@ class DiffView(KernelView):
             v["states"].value = f'<div class="al-repr">{self.state_html}</div>'
             v["earlier"].disabled = self._lo == 0
             v["later"].disabled = self._hi >= len(self.rows)
+            prefix = self.diff.prefix
+            v["prefix"].description = (f"{'▾ fold' if self.prefix_shown else '▸ show'} the {prefix:,} "
+                                       f"identical event{'s' if prefix != 1 else ''}")
+            v["prefix"].disabled = prefix == 0
         finally:
             self._syncing = False
 
@@ -399,10 +488,14 @@ def _build(view: DiffView) -> dict[str, Any]:
     last = max(len(view.rows) - 1, 0)
     slider = w.IntSlider(value=max(view.step, 0), min=0, max=last, description="step",
                          continuous_update=False, layout=w.Layout(width="70%"))
-    to_divergence = w.Button(description="divergence", disabled=view.divergence_step is None)
+    to_divergence = w.Button(description="go to the divergence", disabled=view.divergence_step is None,
+                             layout=w.Layout(width="auto"))
     earlier = w.Button(description=f"▲ {view.window} earlier")
     later = w.Button(description=f"▼ {view.window} later")
+    prefix = w.Button(description="", layout=w.Layout(width="auto"))
+    prefix.add_class("agentlog-diff-prefix")
     events = w.HTML()
+    events.add_class("agentlog-diff-events")
     states = w.HTML()
     summary = w.HTML(f'<div class="al-repr">{view.summary_html}</div>')
 
@@ -415,7 +508,11 @@ def _build(view: DiffView) -> dict[str, Any]:
                            else None)
     earlier.on_click(lambda _: view.show_more(before=view.window))
     later.on_click(lambda _: view.show_more(after=view.window))
-    box = w.VBox([w.HTML(f"<style>{_css()}</style>"), w.HBox([earlier, later]), events,
-                  w.HBox([slider, to_divergence]), states, summary])
+    prefix.on_click(lambda _: view.show_prefix(not view.prefix_shown))
+    controls = w.HBox([slider, to_divergence])
+    controls.add_class("agentlog-diff-controls")
+    box = w.VBox([w.HTML(f"<style>{_css()}</style>"), controls, w.HBox([prefix, earlier, later]), events,
+                  states, summary])
+    box.add_class("agentlog-diffview")
     return {"box": box, "slider": slider, "events": events, "states": states, "summary": summary,
-            "earlier": earlier, "later": later, "to_divergence": to_divergence}
+            "earlier": earlier, "later": later, "to_divergence": to_divergence, "prefix": prefix}

@@ -1,19 +1,8 @@
 """Fork a run at an event from a notebook: pick the event, edit one thing, press *Fork*.
 
-:class:`ForkPanel` binds ipywidgets to :func:`agentlog.fork`. The edit kinds are the ones
-:mod:`agentlog.edit` supports, plus a changed approval decision:
-
-=================  ============================  ==============================================
-kind               the selected event            what the fork does
-=================  ============================  ==============================================
-``llm_response``   an ``llm.response``           cut before its request; ``replace_response``
-``tool_result``    a ``tool.result``             cut before its call; ``replace_response``
-``state_patch``    any event but the last        cut after it; ``patch_state(ops)`` on ``vars``
-``input``          any (the fork starts at -1)   ``replace_input(value)``
-``approval``       an ``approval.granted`` /     cut just before the decision, decide it the
-                   ``denied`` (or its request)   other way (``al.approve`` / ``al.deny``) and
-                                                 ``al.resume`` (needs an ``al.AgentProgram``)
-=================  ============================  ==============================================
+:class:`ForkPanel` binds ipywidgets to the pure planning of :mod:`agentlog.capture.forkplan`
+(which edits an event allows, the edit it starts with, the plan, the edits kept per event) and
+to :func:`agentlog.fork`.
 
 The JSON editor is prefilled with the recorded value at the selected event and checked on
 every change (JSON syntax, then the shape the edit needs, then whether it applies to that
@@ -21,33 +10,34 @@ event); while it is invalid the *Fork* button is disabled and the messages show 
 panel. Every failure (bad JSON, an edit that does not apply, the program raising) is shown in
 the panel with the run id and the seq, never only in the log.
 
-The planning is pure (:func:`plan_fork`); the widget only binds it to traits.
+An edit is kept per event: moving the selection (or a linked scrubber) away and back puts the
+prepared edit back in the editor, and the events with an edit are listed. Discarding one
+(*discard edit*) asks first.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import html
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from ..capture.fork import Edit, fork, patch_state, replace_input, replace_response
-from ..capture.runtime import approve, deny, resume
-from ..events import (
-    APPROVAL_DENIED,
-    APPROVAL_GRANTED,
-    APPROVAL_REQUESTED,
-    LLM_RESPONSE,
-    RUN_STARTED,
-    STATE_PATCH,
-    TOOL_RESULT,
+from ..capture.forkplan import (
+    KINDS,
+    EditBook,
+    EditError,
+    ForkPlan,
+    applicability,
+    default_kind,
+    dumps,
+    execute_plan,
+    plan_fork,
+    recorded_value,
 )
-from ..fold import apply_patch, thaw
+from ..events import APPROVAL_DENIED, APPROVAL_GRANTED
 from ._kernel import as_widget
 
 if TYPE_CHECKING:
@@ -56,242 +46,7 @@ if TYPE_CHECKING:
 __all__ = ["KINDS", "EditError", "ForkPanel", "ForkPlan", "applicability", "execute_plan", "plan_fork",
            "recorded_value"]
 
-#: The edit kinds, with the label the panel shows.
-KINDS: Final[dict[str, str]] = {
-    "llm_response": "replace the LLM response",
-    "tool_result": "replace a tool result",
-    "state_patch": "patch the state (vars)",
-    "input": "change the input",
-    "approval": "decide the approval otherwise",
-}
-
-_NATURAL: Final = {LLM_RESPONSE: "llm_response", TOOL_RESULT: "tool_result",
-                   STATE_PATCH: "state_patch", RUN_STARTED: "input",
-                   APPROVAL_GRANTED: "approval", APPROVAL_DENIED: "approval",
-                   APPROVAL_REQUESTED: "approval"}
-_OPS: Final = ("add", "remove", "replace", "move", "copy", "test")
-_DECISIONS: Final = ("approve", "deny")
-# Bookkeeping fields of a recorded answer: the fork keeps the recorded ones (the key must stay,
-# or the program's call would not find the edited answer).
-_ANSWER_META: Final = ("key", "usage", "cache_hit", "cost_source", "id", "model", "name", "edited")
-
-
-class EditError(ValueError):
-    """An edit that cannot be applied at the selected event (the message says why)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ForkPlan:
-    """What a fork will do: where it cuts, the edit, and an approval decision to make."""
-
-    kind: str
-    """One of :data:`KINDS`."""
-    seq: int
-    """The selected event."""
-    at: int
-    """The last parent event the fork keeps (``-1``: none)."""
-    edits: list[Edit] = field(default_factory=list)
-    """The :mod:`agentlog.edit` edits passed to :func:`agentlog.fork`."""
-    decision: dict[str, Any] | None = None
-    """For ``approval``: ``{"request", "decision", "by", "note"}``."""
-
-    def describe(self) -> str:
-        """One line for the panel: where the fork cuts and what changes."""
-        keep = "keeps no parent event" if self.at < 0 else f"keeps events 0..{self.at}"
-        what = {"llm_response": f"the answer recorded at seq {self.seq} is replaced",
-                "tool_result": f"the result recorded at seq {self.seq} is replaced",
-                "state_patch": "the ops are applied to state['vars'] at the cut",
-                "input": "the program runs on the new input",
-                "approval": (f"request {self.decision['request']} is decided "
-                             f"'{self.decision['decision']}', then the run resumes"
-                             if self.decision else "")}[self.kind]
-        return f"fork at seq {self.at} ({keep}); {what}"
-
-
-# --- pure planning ---------------------------------------------------------------------------
-
-
-def _jsonable(value: Any) -> Any:
-    to_json = getattr(value, "to_json", None)
-    if to_json is not None:
-        return to_json()
-    return thaw(value)
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, default=_jsonable)
-
-
-def _decision_of(run: Run, seq: int) -> tuple[int, Any] | None:
-    """The request seq and the decision event for an approval event at ``seq``."""
-    return _decision_at(run, len(run), seq)
-
-
-@functools.lru_cache(maxsize=64)  # validate() asks on every keystroke; a request scans the run
-def _decision_at(run: Run, count: int, seq: int) -> tuple[int, Any] | None:
-    event = run.event(seq)
-    if event.type in (APPROVAL_GRANTED, APPROVAL_DENIED):
-        request = event.payload.get("request", event.caused_by)
-        return None if request is None else (int(request), event)
-    if event.type == APPROVAL_REQUESTED:
-        for later in run.iter_events(start=seq + 1):
-            if later.type in (APPROVAL_GRANTED, APPROVAL_DENIED) and later.payload.get("request") == seq:
-                return seq, later
-    return None
-
-
-def recorded_value(run: Run, seq: int, kind: str) -> Any:
-    """The value the editor starts with: what the run recorded at ``seq`` for ``kind``.
-
-    Returns ``None`` when the kind does not apply to that event.
-    """
-    event = run.event(seq)
-    payload = event.payload
-    if kind in ("llm_response", "tool_result"):
-        wanted = LLM_RESPONSE if kind == "llm_response" else TOOL_RESULT
-        if event.type != wanted:
-            return None
-        return {k: v for k, v in payload.items() if k not in _ANSWER_META}
-    if kind == "state_patch":
-        if event.type == STATE_PATCH:
-            return payload.get("ops", [])
-        return [{"op": "add", "path": "/edited", "value": True}]
-    if kind == "input":
-        return run.event(0).payload.get("inputs") if len(run) else None
-    if kind == "approval":
-        found = _decision_of(run, seq)
-        if found is None:
-            return None
-        decision = found[1]
-        return {"decision": "approve" if decision.type == APPROVAL_GRANTED else "deny",
-                "by": decision.payload.get("by", ""), "note": decision.payload.get("note", "")}
-    raise EditError(f"unknown edit kind {kind!r}; the kinds are {', '.join(KINDS)}")
-
-
-def _check_ops(value: Any) -> None:
-    if not isinstance(value, list) or not value:
-        raise EditError("a state patch is a non-empty JSON list of RFC 6902 operations")
-    for i, op in enumerate(value):
-        if not isinstance(op, dict) or op.get("op") not in _OPS:
-            raise EditError(f"operation {i}: needs \"op\", one of {', '.join(_OPS)}")
-        if not isinstance(op.get("path"), str) or not (op["path"] == "" or op["path"].startswith("/")):
-            raise EditError(f"operation {i}: needs a \"path\" JSON pointer such as \"/key\"")
-        if op["op"] in ("add", "replace", "test") and "value" not in op:
-            raise EditError(f"operation {i}: {op['op']} needs a \"value\"")
-        if op["op"] in ("move", "copy") and not isinstance(op.get("from"), str):
-            raise EditError(f"operation {i}: {op['op']} needs a \"from\" pointer")
-
-
-# The _plan_* helpers run after applicability() said the kind applies at seq.
-
-
-def _plan_response(run: Run, seq: int, kind: str, value: Any) -> ForkPlan:
-    event = run.event(seq)
-    if not isinstance(value, dict) or not value:
-        raise EditError(f"{KINDS[kind]}: the value is a JSON object merged over the recorded answer")
-    if "key" in value and value["key"] != event.payload.get("key"):
-        raise EditError("the \"key\" names the request this answers; leave it out")
-    if kind == "tool_result" and not ({"result", "error"} & set(value)):
-        raise EditError("a tool result needs \"result\" (or \"error\")")
-    at = (event.caused_by if event.caused_by is not None else seq) - 1
-    return ForkPlan(kind=kind, seq=seq, at=at, edits=[replace_response(seq, value)])
-
-
-def _plan_patch(run: Run, seq: int, value: Any) -> ForkPlan:
-    _check_ops(value)
-    try:
-        apply_patch(run.state_at(seq)["vars"], value)
-    except Exception as exc:
-        raise EditError(f"the ops do not apply to state['vars'] at seq {seq}: {exc}") from exc
-    return ForkPlan(kind="state_patch", seq=seq, at=seq, edits=[patch_state(value)])
-
-
-def _plan_approval(run: Run, seq: int, value: Any, program: Any) -> ForkPlan:
-    found = _decision_of(run, seq)
-    assert found is not None
-    if not isinstance(value, dict) or value.get("decision") not in _DECISIONS:
-        raise EditError("an approval is {\"decision\": \"approve\" or \"deny\", \"by\": ..., \"note\": ...}")
-    if not isinstance(value.get("by"), str) or not value["by"]:
-        raise EditError("\"by\" names who decides (a non-empty string)")
-    if not isinstance(value.get("note", ""), str):
-        raise EditError("\"note\" is a string")
-    request, decided = found
-    return ForkPlan(kind="approval", seq=seq, at=decided.seq - 1,
-                    decision={"request": request, "decision": value["decision"],
-                              "by": value["by"], "note": value.get("note", "")})
-
-
-def applicability(run: Run, seq: int, kind: str, program: Any = None) -> str | None:
-    """Why an edit of ``kind`` does not apply at the event ``seq`` (``None``: it applies)."""
-    if run.replayable_reason is not None:  # an import: the panel shows why Fork is disabled
-        return f"this run cannot be forked: {run.replayable_reason}"
-    if kind not in KINDS:
-        return f"unknown edit kind {kind!r}; the kinds are {', '.join(KINDS)}"
-    if not 0 <= seq < len(run):
-        return f"seq {seq} is outside the run (0..{len(run) - 1})"
-    event_type = run.event(seq).type
-    if kind in ("llm_response", "tool_result"):
-        wanted = LLM_RESPONSE if kind == "llm_response" else TOOL_RESULT
-        if event_type != wanted:
-            return f"{KINDS[kind]} needs a {wanted} event; seq {seq} is a {event_type}"
-    elif kind == "state_patch" and seq >= len(run) - 1:
-        return f"seq {seq} is the last event: a fork after it has nothing to re-run"
-    elif kind == "approval":
-        if _decision_of(run, seq) is None:
-            return (f"seq {seq} is a {event_type}, not a decided approval "
-                    "(select an approval.granted / approval.denied event)")
-        if not all(hasattr(program, name) for name in ("agent", "model", "tools")):
-            return ("changing an approval resumes the run: the program must be an "
-                    "al.AgentProgram (for the examples: al.examples.program(name))")
-    return None
-
-
-def plan_fork(run: Run, seq: int, kind: str, value: Any, program: Any = None) -> ForkPlan:
-    """Plan a fork of ``run`` at the event ``seq`` with an edit of ``kind`` to ``value``.
-
-    >>> import agentlog as al, tempfile
-    >>> run = al.examples.sample_store(copy_to=tempfile.mkdtemp() + "/s").run("refunds-0001")
-    >>> plan = plan_fork(run, 80, "approval", {"decision": "approve", "by": "me"},
-    ...                  al.examples.program("refunds"))
-    >>> plan.describe()
-    "fork at seq 79 (keeps events 0..79); request 78 is decided 'approve', then the run resumes"
-
-    Raises:
-        EditError: the value has the wrong shape, or the edit does not apply at ``seq``.
-    """
-    problem = applicability(run, seq, kind, program)
-    if problem is not None:
-        raise EditError(problem)
-    if kind in ("llm_response", "tool_result"):
-        return _plan_response(run, seq, kind, value)
-    if kind == "state_patch":
-        return _plan_patch(run, seq, value)
-    if kind == "input":
-        return ForkPlan(kind="input", seq=seq, at=-1, edits=[replace_input(value)])
-    return _plan_approval(run, seq, value, program)
-
-
-def execute_plan(run: Run, plan: ForkPlan, program: Any, *, clock: Callable[[], float] | None = None,
-                 name: str | None = None) -> Run:
-    """Make the fork a plan describes (the approval kind: fork, decide, resume)."""
-    parent = run.meta.get("name") or run.id
-    # The tag keeps the kind of edit in run.json: an approval fork stops before its cut is
-    # written (no fork.started), and its change is the decision appended after it.
-    new: Run = fork(run, plan.at, program=program, edit=plan.edits, clock=clock,
-                    name=name or f"{parent} fork@{plan.at} ({plan.kind})",
-                    tags={"edit": plan.kind, "edit_seq": plan.seq})
-    decision = plan.decision
-    if decision is None:
-        return new
-    if new.status != "waiting":
-        raise RuntimeError(f"fork {new.id} did not stop for approval request {decision['request']} "
-                           f"(status {new.status})")
-    decide = approve if decision["decision"] == "approve" else deny
-    decide(new, decision["request"], decision["by"], decision["note"], clock=clock)
-    return cast("Run", resume(new, program.agent, model=program.model, tools=program.tools, clock=clock))
-
-
-# --- the widget ------------------------------------------------------------------------------
+_dumps = dumps
 
 
 def _find_slider(root: Any) -> widgets.IntSlider | None:
@@ -353,6 +108,9 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         self.error: str | None = None
         self.plan: ForkPlan | None = None
         self._filling = False
+        self.edits = EditBook()
+        """The edits prepared per event (kept while the selection moves)."""
+        self._shown = 0  # the seq whose edit the editor holds
         last = max(len(run) - 1, 0)
         self.seq_box = widgets.BoundedIntText(value=0, min=0, max=last, description="event",
                                               layout=widgets.Layout(width="11em"))
@@ -369,6 +127,17 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         self.plan_label = widgets.HTML()
         self.button = widgets.Button(description="Fork", button_style="warning", icon="code-fork")
         self.button.add_class("agentlog-fork-button")
+        self.discard_button = widgets.Button(description="discard edit", icon="undo",
+                                             tooltip="put back what the run recorded at this event")
+        self.discard_button.add_class("agentlog-fork-discard")
+        self.confirm_yes = widgets.Button(description="yes, discard", button_style="danger")
+        self.confirm_no = widgets.Button(description="keep it")
+        self.confirm_label = widgets.HTML()
+        self.confirm = widgets.HBox([self.confirm_label, self.confirm_yes, self.confirm_no],
+                                    layout=widgets.Layout(display="none"))
+        self.confirm.add_class("agentlog-fork-confirm")
+        self.kept_label = widgets.HTML()
+        self.kept_label.add_class("agentlog-fork-kept")
         self.progress = widgets.IntProgress(value=0, min=0, max=3, bar_style="info",
                                             layout=widgets.Layout(width="12em", visibility="hidden"))
         self.status = widgets.Label()
@@ -376,7 +145,8 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         self.result.add_class("agentlog-fork-result")
         title = widgets.HTML(f"<b>Fork</b> <code>{html.escape(run.id)}</code> at an event")
         super().__init__([title, widgets.HBox([self.seq_box, self.slider, self.event_label]),
-                          self.kind, self.editor, self.errors, self.plan_label,
+                          widgets.HBox([self.kind, self.discard_button]), self.confirm, self.editor,
+                          self.kept_label, self.errors, self.plan_label,
                           widgets.HBox([self.button, self.progress, self.status]), self.result],
                          **kwargs)
         self.add_class("agentlog-forkpanel")
@@ -384,10 +154,13 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         self.kind.observe(self._on_kind, names="value")
         self.editor.observe(self._on_text, names="value")
         self.button.on_click(self._on_click)
+        self.discard_button.on_click(lambda _: self.discard_edit())
+        self.confirm_yes.on_click(lambda _: self.discard_edit(confirm=True))
+        self.confirm_no.on_click(lambda _: self._ask(False))
         first = self._first_seq() if seq is None else seq
         self.select(first)
         if first == 0:  # no change of value, so no refill yet
-            self._on_seq({"new": 0})
+            self._show(0)
 
     def __repr__(self) -> str:
         return f"<ForkPanel {self.run.id} seq={self.seq} kind={self.kind.value}>"
@@ -409,11 +182,12 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         return len(types) - 1
 
     def select(self, seq: int) -> None:
-        """Select the event ``seq``: the editor is refilled with what was recorded there
-        (selecting the event already selected keeps the edit in progress).
+        """Select the event ``seq``.
 
-        If the current edit kind does not apply to that event and one does (an
-        ``llm.response``, ``tool.result``, ``state.patch`` or approval event), the kind follows.
+        The edit in the editor is kept for the event it was made at; the editor then shows the
+        edit kept at ``seq``, else what the run recorded there (with the kind the event suggests
+        when the current one does not apply). Selecting the event already selected keeps the
+        edit in progress.
 
         Raises:
             IndexError: ``seq`` is not in the run.
@@ -430,16 +204,39 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         """
         if kind not in KINDS:
             raise ValueError(f"unknown edit kind {kind!r}; the kinds are {', '.join(KINDS)}")
-        self._filling = True
-        try:
-            self.kind.value = kind
-        finally:
-            self._filling = False
-        self.editor.value = value if isinstance(value, str) else _dumps(value)
+        self._set_kind(kind)
+        self.editor.value = value if isinstance(value, str) else dumps(value)
         return self.validate()
 
+    def discard_edit(self, *, confirm: bool = False) -> bool:
+        """Put back what the run recorded at the selected event, dropping the edit kept there.
+
+        Without ``confirm`` this only asks (the panel shows *yes, discard* / *keep it*, as the
+        *discard edit* button does); ``confirm=True`` discards.
+
+        Returns:
+            Whether an edit was discarded.
+        """
+        seq = self.seq
+        self._keep_current()
+        if seq not in self.edits:
+            self._ask(False)
+            return False
+        if not confirm:
+            self._ask(True)
+            return False
+        self.edits.discard(seq)
+        self._ask(False)
+        self._show(seq)
+        return True
+
+    def _ask(self, on: bool) -> None:
+        self.confirm_label.value = (f"discard the edit prepared at seq {self.seq}?" if on else "")
+        self.confirm.layout.display = "flex" if on else "none"
+
     def link_to(self, scrubber: Any) -> None:
-        """Follow a :class:`~agentlog.widgets.Scrubber`: moving its slider selects that event here.
+        """Follow a :class:`~agentlog.widgets.Scrubber`: moving its slider selects that event here
+        (edits prepared at other events are kept).
 
         Raises:
             ValueError: ``scrubber`` has no ``IntSlider`` in its widget.
@@ -452,30 +249,60 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         if 0 <= int(slider.value) < len(self.run):
             self.select(int(slider.value))
 
+    def _set_kind(self, kind: str) -> None:
+        self._filling = True
+        try:
+            self.kind.value = kind
+        finally:
+            self._filling = False
+
+    def _recorded_text(self, seq: int, kind: str) -> str:
+        value = recorded_value(self.run, seq, kind)
+        return "" if value is None else dumps(value)
+
+    def _keep_current(self) -> None:
+        """Keep the editor's text as the edit of the event it was made at."""
+        seq, kind = self._shown, self.kind.value
+        if 0 <= seq < len(self.run):
+            self.edits.keep(seq, kind, self.editor.value, recorded=self._recorded_text(seq, kind))
+        self._show_kept()
+
     def _on_seq(self, change: Mapping[str, Any]) -> None:
-        seq = int(change["new"])
+        self._keep_current()
+        self._ask(False)
+        self._show(int(change["new"]))
+
+    def _show(self, seq: int) -> None:
+        """Fill the editor for ``seq``: its kept edit, else the recorded value."""
         self.event_label.value = _event_line(self.run, seq)
-        natural = _NATURAL.get(self.run.event(seq).type)
-        if natural and recorded_value(self.run, seq, self.kind.value) is None \
-                and recorded_value(self.run, seq, natural) is not None:
-            self._filling = True
-            try:
-                self.kind.value = natural
-            finally:
-                self._filling = False
-        self._refill()
+        kept = self.edits.get(seq)
+        self._shown = seq
+        if kept is not None:
+            self._set_kind(kept.kind)
+            self.editor.value = kept.text
+        else:
+            self._set_kind(default_kind(self.run, seq, self.kind.value))
+            self.editor.value = self._recorded_text(seq, self.kind.value)
+        self._show_kept()
+        self.validate()
+
+    def _show_kept(self) -> None:
+        seqs = list(self.edits)
+        self.discard_button.disabled = self.seq not in self.edits and self.editor.value == \
+            self._recorded_text(self.seq, self.kind.value)
+        self.kept_label.value = ("" if not seqs else
+                                 '<span style="color:#555">edits kept at seq '
+                                 f"{html.escape(', '.join(map(str, seqs)))}</span>")
 
     def _on_kind(self, change: Mapping[str, Any]) -> None:
         if not self._filling:
-            self._refill()
+            self.editor.value = self._recorded_text(self.seq, self.kind.value)
+            self.validate()
 
     def _on_text(self, change: Mapping[str, Any]) -> None:
         self.validate()
-
-    def _refill(self) -> None:
-        value = recorded_value(self.run, self.seq, self.kind.value)
-        self.editor.value = "" if value is None else _dumps(value)
-        self.validate()
+        if self._shown == self.seq:
+            self._keep_current()
 
     # --- validation --------------------------------------------------------------------------
 

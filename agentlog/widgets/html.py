@@ -13,7 +13,7 @@ The builders (``*_card``) take plain values (mappings and lists) and do no I/O; 
 points (``*_repr``) gather those values from a run, store, diff or report.
 
 >>> print(fmt_usd(0.0000042), fmt_usd(0.25), fmt_usd(1234.5), fmt_ms(850), fmt_ms(61_500))
-$0.000004 $0.2500 $1,234.50 850 ms 1 min 1.5 s
+$0.0000042 $0.25 $1,234.50 850 ms 1 min 1.5 s
 >>> cut("x" * 100, 10)
 'xxxxxxxxx… 91 more'
 """
@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Final
 
+from .numbers import PAID, TOTAL, fmt_cost, fmt_ms, fmt_usd, is_missing, usd_sum_known
 from .options import OPTIONS
 
 if TYPE_CHECKING:
@@ -65,13 +66,7 @@ def esc(value: Any) -> str:
 _e = esc
 
 
-def _missing(value: Any) -> bool:
-    if value is None:
-        return True
-    try:
-        return bool(value != value)  # noqa: PLR0124 - NaN and NaT differ from themselves; pd.NA raises
-    except TypeError:
-        return True
+_missing = is_missing
 
 
 # --- formatting (pure) -------------------------------------------------------------------------
@@ -80,33 +75,6 @@ def _missing(value: Any) -> bool:
 def fmt_int(value: Any) -> str:
     """``1,204``; ``–`` when missing."""
     return "–" if _missing(value) else f"{int(value):,}"
-
-
-def fmt_usd(value: Any) -> str:
-    """Dollars with enough digits to see small costs; ``–`` when missing."""
-    if _missing(value):
-        return "–"
-    x = float(value)
-    if x == 0:
-        return "$0"
-    if abs(x) >= 1:
-        return f"${x:,.2f}"
-    if abs(x) >= 0.01:
-        return f"${x:.4f}"
-    return f"${x:.6f}"
-
-
-def fmt_cost(usd: Any, unknown: Any = 0) -> str:
-    """A cost cell: the known dollars, ``+ N unknown`` for the calls whose cost is unknown, and
-    ``unknown`` when no cost is known (an unknown cost is never shown as $0).
-
-    >>> fmt_cost(0.25), fmt_cost(0.25, 2), fmt_cost(None, 3), fmt_cost(0.0)
-    ('$0.2500', '$0.2500 + 2 unknown', 'unknown', '$0')
-    """
-    n = 0 if _missing(unknown) else int(unknown)
-    if _missing(usd):
-        return "unknown"
-    return fmt_usd(usd) + (f" + {n:,} unknown" if n else "")
 
 
 def fmt_num(value: Any, *, sign: bool = False) -> str:
@@ -121,21 +89,6 @@ def fmt_num(value: Any, *, sign: bool = False) -> str:
     x = float(value)
     text = (f"{x:+,.6f}" if sign else f"{x:,.6f}").rstrip("0").rstrip(".")
     return "0" if text in ("+0", "-0") else text
-
-
-def fmt_ms(value: Any) -> str:
-    """``850 ms``, ``3.2 s``, ``2 min 5.0 s``, ``1 h 2 min``; ``–`` when missing."""
-    if _missing(value):
-        return "–"
-    ms = float(value)
-    if ms < 1000:
-        return f"{ms:.0f} ms"
-    s = ms / 1000
-    if s < 60:
-        return f"{s:.1f} s"
-    if s < 3600:
-        return f"{int(s // 60)} min {s % 60:.1f} s"
-    return f"{int(s // 3600)} h {int(s % 3600 // 60)} min"
 
 
 def _fmt_time(value: Any) -> str:
@@ -237,11 +190,19 @@ def _status_badge(status: str) -> tuple[str, str]:
     return status, cls.get(status, "al-muted")
 
 
+def _money_facts(s: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``paid`` (the run's own events) and, for a fork, the total with its inherited prefix;
+    calls of unknown cost are counted beside, never as $0."""
+    total = fmt_cost(s.get("cost_usd"), s.get("cost_unknown_calls"))
+    if _missing(s.get("fork_seq")):
+        return [(PAID, total)]
+    return [(PAID, fmt_cost(s.get("own_cost_usd"), s.get("own_cost_unknown_calls"))), (TOTAL, total)]
+
+
 def _run_facts(s: Mapping[str, Any]) -> list[tuple[str, str]]:
     events = fmt_int(s.get("events"))
     if not _missing(s.get("fork_seq")):
         events += f" ({fmt_int(s.get('own_events'))} own)"
-    cost = fmt_cost(s.get("cost_usd"), s.get("cost_unknown_calls"))
     facts = [
         ("status", str(s.get("status"))),
         ("events", events),
@@ -251,16 +212,30 @@ def _run_facts(s: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("duration", fmt_ms(s.get("duration_ms"))),
         ("tokens", (f"{fmt_int(s.get('input_tokens'))} in · {fmt_int(s.get('output_tokens'))} out · "
                     f"{fmt_int(s.get('cached_tokens'))} cached")),
-        ("cost", cost),
+        *_money_facts(s),
         ("verified", str(s.get("verified"))),
         ("created", _fmt_time(s.get("created"))),
     ]
     if not _missing(s.get("parent")):
         facts.append(("forked from", f"{s['parent']} at seq {fmt_int(s.get('fork_seq'))}"))
-    tags = s.get("tags")
-    if not _missing(tags) and tags not in ("[]", "{}", "null"):
-        facts.append(("tags", str(tags)))
+    tags = _tags(s.get("tags"))
+    if tags:
+        facts.append(("tags", tags))
     return facts
+
+
+def _tags(value: Any) -> str:
+    """Tags as ``key=value`` pairs (the ``tags`` column is JSON text)."""
+    import json
+    if _missing(value) or value in ("[]", "{}", "null"):
+        return ""
+    try:
+        tags = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return str(value)
+    if isinstance(tags, Mapping):
+        return ", ".join(f"{k}={v}" for k, v in tags.items())
+    return str(tags)
 
 
 def run_text(s: Mapping[str, Any]) -> str:
@@ -276,19 +251,19 @@ def run_card(summary: Mapping[str, Any], by_model: Sequence[Mapping[str, Any]] =
 
     Args:
         summary: the row of ``run.summary()`` as a mapping.
-        by_model: the rows of ``run.cost(by="model")``.
+        by_model: the rows of ``run.cost(by="model", own=True)`` (what the run paid per model).
     """
     s = summary
     name = None if _missing(s.get("name")) else str(s["name"])
     head = header("Run", name, str(s.get("run_id")), _VERIFIED.get(str(s.get("verified"))))
     items = []
     if by_model:
-        cols = ("model", "calls", "input", "output", "cached", "cost", "unknown cost")
+        cols = ("model", "calls", "input", "output", "cached", PAID)
         rows = [(r.get("model"), r.get("llm_calls") or r.get("calls"), r.get("input_tokens"),
-                 r.get("output_tokens"), r.get("cached_tokens"), fmt_cost(r.get("cost_usd")),
-                 r.get("cost_unknown_calls")) for r in by_model]
-        items.append(section("Cost by model", table(cols, rows, numeric=(False, *[True] * 6)),
-                             len(rows)))
+                 r.get("output_tokens"), r.get("cached_tokens"),
+                 fmt_cost(r.get("cost_usd"), r.get("cost_unknown_calls"))) for r in by_model]
+        title = "Paid by model" + ("" if _missing(s.get("fork_seq")) else " (own events)")
+        items.append(section(title, table(cols, rows, numeric=(False, *[True] * 5)), len(rows)))
     return obj_repr(run_text(s), head, grid(_run_facts(s)) + sections(items))
 
 
@@ -301,11 +276,16 @@ def run_repr(run: Run) -> str | None:
     """``Run._repr_html_``: reads ``run.json`` and the run's table; never runs a full verify."""
     if OPTIONS["display"] != "html":
         return None
-    from ..analysis.cost import cost
     from ..analysis.tables import summary
     row = _records(summary(run))[0]
-    by_model = [r for r in _records(cost(run, ("model",))) if r.get("llm_calls")]
-    return run_card(row, by_model)
+    return run_card(row, paid_by_model(run))
+
+
+def paid_by_model(run: Run) -> list[dict[str, Any]]:
+    """The rows of ``cost(run, "model", own=True)`` with model calls, most paid first."""
+    from ..analysis.cost import cost
+    rows = [r for r in _records(cost(run, ("model",), own=True)) if r.get("llm_calls")]
+    return sorted(rows, key=lambda r: -float(r.get("cost_usd") or 0))
 
 
 # --- Store -------------------------------------------------------------------------------------
@@ -317,7 +297,7 @@ def store_text(path: str, runs: Sequence[Mapping[str, Any]]) -> str:
     for r in runs[:STORE_ROWS]:
         name = "" if _missing(r.get("name")) else f" {r['name']!r}"
         lines.append(f"  {r.get('run_id')}{name} {r.get('status')} {fmt_int(r.get('events'))} events "
-                     f"{fmt_cost(r.get('cost_usd'), r.get('cost_unknown_calls'))}")
+                     f"{PAID} {fmt_cost(r.get('own_cost_usd'), r.get('own_cost_unknown_calls'))}")
     if len(runs) > STORE_ROWS:
         lines.append(f"  … {len(runs) - STORE_ROWS:,} more")
     return "\n".join(lines)
@@ -327,18 +307,21 @@ def store_card(path: str, runs: Sequence[Mapping[str, Any]]) -> str:
     """A store's card: its runs as a table (the rows of ``store.runs()``)."""
     n = len(runs)
     head = header("Store", path, None, (f"{n:,} run{'s' if n != 1 else ''}", "al-muted"))
-    known = [float(r["own_cost_usd"]) for r in runs if not _missing(r.get("own_cost_usd"))]
-    unknown = sum(int(r.get("own_cost_unknown_calls") or 0) for r in runs)
-    total = sum(known) if known or not unknown else None
+    runs_unknown = sum(int(r.get("own_cost_unknown_calls") or 0) for r in runs)
+    total = usd_sum_known(r.get("own_cost_usd") for r in runs)
     tokens = sum(int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0) for r in runs)
-    facts = [("runs", fmt_int(n)), ("cost paid", fmt_cost(total, unknown)), ("tokens", fmt_int(tokens))]
-    cols = ("run", "name", "status", "events", "model calls", "tokens", "cost", "created", "forked from")
+    facts = [("runs", fmt_int(n)), (PAID, fmt_cost(total, runs_unknown if total is not None else 0)),
+             ("tokens", fmt_int(tokens))]
+    cols = ("run", "name", "status", "events", "model calls", "tokens", PAID, TOTAL, "created",
+            "forked from")
     rows = [(r.get("run_id"), r.get("name"), r.get("status"), r.get("events"), r.get("llm_calls"),
              int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0),
-             fmt_cost(r.get("cost_usd"), r.get("cost_unknown_calls")), _fmt_time(r.get("created")),
+             fmt_cost(r.get("own_cost_usd"), r.get("own_cost_unknown_calls")),
+             "" if _missing(r.get("parent")) else fmt_cost(r.get("cost_usd"), r.get("cost_unknown_calls")),
+             _fmt_time(r.get("created")),
              None if _missing(r.get("parent")) else f"{r['parent']} @ {fmt_int(r.get('fork_seq'))}")
             for r in runs]
-    numeric = (False, False, False, True, True, True, True, False, False)
+    numeric = (False, False, False, True, True, True, True, True, False, False)
     body = grid(facts) + sections([section("Runs", table(cols, rows, numeric=numeric, limit=STORE_ROWS), n)])
     return obj_repr(store_text(path, runs), head, body)
 
@@ -427,9 +410,26 @@ def diff_card(facts: Sequence[tuple[str, str]], *, title: str, rows: Sequence[Ma
     return obj_repr(text, head, grid(facts) + sections(items))
 
 
-def _usage_cell(metric: str, value: Any) -> str:
-    """A cell of the usage delta: an unknown cost says so (never ``–`` or $0)."""
-    return "unknown" if metric == "cost_usd" and _missing(value) else fmt_num(value)
+_USAGE_LABELS: Final = {"llm_calls": "model calls", "cost_unknown_calls": "calls of unknown cost"}
+
+
+def usage_rows(usage: Any) -> list[tuple[str, str, str, str]]:
+    """The rows of ``RunDiff.usage`` (metric → a, b, delta) for people: money by ``fmt_usd`` (b − a
+    signed), durations in readable units, counts with separators. The cost rows are the runs as
+    read: a fork's counts its inherited prefix (the total, not what it paid)."""
+    rows = []
+    for metric, v in usage.iterrows():
+        name = str(metric)
+        if name == "cost_usd":
+            rows.append((f"{TOTAL} (USD)", fmt_cost(v["a"]), fmt_cost(v["b"]), fmt_cost(v["delta"], sign=True)))
+        elif name == "duration_ms":
+            delta = float(v["delta"])
+            rows.append(("duration", fmt_ms(v["a"]), fmt_ms(v["b"]),
+                         ("−" if delta < 0 else "+" if delta > 0 else "") + fmt_ms(abs(delta))))
+        else:
+            label = _USAGE_LABELS.get(name, name.replace("_", " "))
+            rows.append((label, fmt_num(v["a"]), fmt_num(v["b"]), fmt_num(v["delta"], sign=True)))
+    return rows
 
 
 def diff_repr(d: RunDiff) -> str | None:
@@ -445,8 +445,7 @@ def diff_repr(d: RunDiff) -> str | None:
         facts.append(("first divergence", f"seq {d.divergence}"))
         facts.append(("after it", (f"{c['matched']:,} matched, {c['changed']:,} changed, "
                                    f"{c['only_a']:,} only in a, {c['only_b']:,} only in b")))
-    usage = [(str(m), _usage_cell(str(m), v["a"]), _usage_cell(str(m), v["b"]),
-              _usage_cell(str(m), v["delta"])) for m, v in d.usage.iterrows()]
+    usage = usage_rows(d.usage)
     patch = d.state_patch
     return diff_card(facts, title=f"{d.a.name or d.a.id} → {d.b.name or d.b.id}",
                      rows=_records(d.table()), usage=usage, patch_html=patch_html(patch),

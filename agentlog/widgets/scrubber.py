@@ -8,10 +8,17 @@ jump reads the state before the target through the run's snapshot index
 kept, and a step back past them keeps the states of the 256 events before at once, so
 stepping back costs about what stepping forward does. Nothing refolds the run.
 
-For each step the view shows the event (type, actor, span, cause, usage, the payload as
-escaped JSON with blobs previewed), the state as a tree (:mod:`agentlog.widgets.statetree`)
-with the paths this event changed highlighted, the patch from the previous state, and the
-run's cumulative tokens and cost with a marker at the current seq.
+For each step the view shows the event's facts (type, actor, span, cause, usage), then, in
+tabs of a fixed height (so the chart below never moves): the event as a person reads it
+(model calls as a conversation, tool calls as cards, JSON inside messages decoded:
+:mod:`agentlog.widgets.chat`), the state as a tree (:mod:`agentlog.widgets.statetree`) with
+the paths this event changed highlighted, what it changed (a table of ops with full paths and
+before → after values), and the raw payload; below, the run's cumulative tokens and cost with
+a marker at the current seq. Money and numbers go through :mod:`agentlog.widgets.numbers`.
+
+The chart is a plain plotly figure shown in an ``Output`` (plotly's own renderer), not a
+``FigureWidget``: an anywidget model per chart made JupyterLab's anywidget runtime miss its
+2-second start-up limit when several notebooks were restored at once.
 
 Tests and scripts drive it without a browser: :meth:`Scrubber.goto`, :meth:`Scrubber.step`,
 :meth:`Scrubber.next_of_type`, :meth:`Scrubber.prev_of_type`, :meth:`Scrubber.follow_cause`,
@@ -34,8 +41,10 @@ from ..errors import EventNotFoundError
 from ..events import Event
 from ..fold import Patch, Reducers, State, diff_states, fold
 from ._kernel import KernelView
+from .chat import event_view_html
 from .html import esc as _e
-from .html import fmt_int, fmt_ms, fmt_usd, grid, header, obj_repr, patch_html, section, sections
+from .html import fmt_int, grid, header, obj_repr, section, sections
+from .numbers import fmt_ms, fmt_scalar, fmt_usd, usd_axis
 from .statetree import _is_blob, highlighted_paths, render_state
 
 if TYPE_CHECKING:
@@ -43,7 +52,7 @@ if TYPE_CHECKING:
 
     from ..store.run import Run
 
-__all__ = ["Scrubber", "event_facts", "event_html", "payload_html", "tokens_figure"]
+__all__ = ["Scrubber", "event_facts", "event_html", "patch_table_html", "payload_html", "tokens_figure"]
 
 KEEP_STATES: Final = 512      # recent states kept for instant back-and-forth steps
 BACK_BLOCK: Final = 256       # states kept at once when stepping back reaches an unkept one
@@ -107,9 +116,38 @@ def event_facts(event: Event) -> list[tuple[str, str]]:
 
 
 def event_html(event: Event) -> str:
-    """The event panel: its facts, then the payload (escaped)."""
-    return (f'<div class="al-sc-event">{grid(event_facts(event))}'
-            f"{payload_html(event.payload)}</div>")
+    """The event panel: its facts, then the event as a person reads it (escaped)."""
+    return f'<div class="al-sc-event">{grid(event_facts(event))}{event_view_html(event)}</div>'
+
+
+def _op_value(value: Any, path: str) -> str:
+    key = path.rsplit("/", 1)[-1]
+    if isinstance(value, (dict, list)) or hasattr(value, "items") or (
+            hasattr(value, "__len__") and not isinstance(value, str)):
+        from ..fold.values import short
+        return short(value, 160)
+    return fmt_scalar(value, key)
+
+
+def patch_table_html(patch: Any) -> str:
+    """What an event changed: one row per op (op, the whole path on one line, before → after),
+    numbers at a readable precision, money by ``fmt_usd`` (escaped)."""
+    if not len(patch):
+        return '<div class="al-muted">nothing: this event left the state as it was</div>'
+    from ..fold.patch import NO_VALUE
+
+    rows = []
+    for change in patch.changes:
+        op = change.op
+        path = str(op.get("path", ""))
+        kind = str(op.get("op", ""))
+        old = "" if change.old is NO_VALUE else _op_value(change.old, path)
+        new = "" if "value" not in op else _op_value(op["value"], path)
+        change = f"{old} → {new}" if old and new else (new or (f"was {old}" if old else ""))
+        rows.append(f'<tr class="al-{_e(kind)}"><td>{_e(kind)}</td><td class="al-sc-path">{_e(path)}</td>'
+                    f"<td>{_e(change)}</td></tr>")
+    return (f'<table class="al-table al-sc-patch"><thead><tr><th>op</th><th>path</th><th>change</th>'
+            f'</tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
 
 # --- the view ------------------------------------------------------------------------------------
@@ -122,6 +160,8 @@ class Scrubber(KernelView):
         run: the run.
         reducers: the reducer set (default: the default projection), as for ``run.state_at``.
         start: the seq to show first (default 0).
+        live: follow a run that is still being written: the slider's range grows as events are
+            written, with a "● live" badge until the run closes.
 
     Raises:
         ValueError: the run has no events.
@@ -138,8 +178,9 @@ class Scrubber(KernelView):
     (3, 4)
     """
 
-    def __init__(self, run: Run, *, reducers: Any = None, start: int | None = None) -> None:
+    def __init__(self, run: Run, *, reducers: Any = None, start: int | None = None, live: bool = False) -> None:
         self.run = run
+        self.follower: Any = None
         self.reducers = reducers
         self._fold_with: Any = Reducers.default() if reducers is None else reducers
         self._count = len(run)
@@ -150,6 +191,7 @@ class Scrubber(KernelView):
         self._by_type: dict[str, list[int]] = {}
         self._view: _View | None = None
         self._syncing = False
+        self._note = ""  # a message shown until the next move
         self.seq: int = -1
         """The seq shown."""
         self.event: Event
@@ -162,8 +204,22 @@ class Scrubber(KernelView):
         """``diff_states(prev_state, state)``: what the event changed."""
         self.highlighted: list[str]
         """The paths of ``patch``, highlighted in the state tree."""
-        self.event_html = self.state_html = self.patch_html = ""
+        self.event_html = self.state_html = self.patch_html = self.payload_text = ""
         self.goto(0 if start is None else start)
+        if live:
+            from .live import Follower
+            self.follower = Follower(run, self._grow)
+
+    def _grow(self, new: list[Any]) -> None:
+        """New events arrived (live): the range grows; the event shown stays."""
+        self._count = len(self.run)
+        self._types, self._by_type = None, {}
+        w = self._view
+        if w is not None:
+            w.kinds.options = self.types
+            if w.figure is not None:
+                w.figure = tokens_figure(self.run)
+            self._sync()
 
     def __repr__(self) -> str:
         return f"<Scrubber {self.run.id} seq {self.seq:,} of {self._count:,}>"
@@ -235,7 +291,8 @@ class Scrubber(KernelView):
         self.highlighted = highlighted_paths(self.patch)
         self.event_html = event_html(event)
         self.state_html = render_state(cur, self.patch, label=f"state after seq {seq:,}")
-        self.patch_html = patch_html(self.patch)
+        self.patch_html = patch_table_html(self.patch)
+        self.payload_text = payload_html(event.payload)
         if self._view is not None:
             self._sync()
         return self
@@ -327,8 +384,8 @@ class Scrubber(KernelView):
         head = header("Scrubber", self.run.name, self.run.id,
                       (f"seq {self.seq:,} / {self._count - 1:,}", "al-muted"))
         items = [section(f"Event {self.seq:,}: {self.event.type}", self.event_html, folded=False),
-                 section("State after it", self.state_html, folded=False),
-                 section("Changed by this event", self.patch_html, len(self.patch), folded=False)]
+                 section("Changed by this event", self.patch_html, len(self.patch), folded=False),
+                 section("State after it", self.state_html, folded=False)]
         return obj_repr(self.text(), head, sections(items))
 
     # --- the widget ------------------------------------------------------------------------
@@ -341,36 +398,45 @@ class Scrubber(KernelView):
 
     @property
     def figure(self) -> Any:
-        """The cumulative tokens and cost chart (a plotly ``FigureWidget``), or ``None`` if
-        it could not be made."""
+        """The cumulative tokens and cost chart (a plotly ``Figure``, its marker at the current
+        seq), or ``None`` if it could not be made."""
         return self._parts().figure
 
     def _parts(self) -> _View:
         if self._view is None:
             self._view = _build(self)
+            if self.follower is not None:
+                self.follower.badge = self._view.badge
+                self.follower.tick()
+                self.follower.start()
             self._sync()
         return self._view
 
     def _sync(self) -> None:
-        """Push the current seq into the controls and panels (no event loop back into goto)."""
+        """Push the current seq into the controls and panels (no event loop back into goto);
+        a message left by an earlier move is cleared."""
         w = self._view
         assert w is not None
         if self._syncing:
             return
         self._syncing = True
         try:
+            w.slider.max = w.seq_box.max = self._count - 1
             w.slider.value = self.seq
             w.seq_box.value = self.seq
+            w.message.value = self._note
+            self._note = ""
             w.event.value = _panel(self.event_html)
             w.state.value = _panel(self.state_html)
             w.patch.value = _panel(self.patch_html)
+            w.raw.value = _panel(self.payload_text)
+            w.tabs.set_title(2, f"Changed ({len(self.patch):,})")
             cause = self.event.caused_by
             w.cause.disabled = cause is None
             w.cause.description = "no cause" if cause is None else f"← caused by seq {cause:,}"
             w.back.disabled = self.seq == 0
             w.forward.disabled = self.seq == self._count - 1
-            if w.figure is not None and w.figure.layout.shapes:
-                w.figure.layout.shapes[0].update(x0=self.seq, x1=self.seq)
+            _draw_chart(w, self.seq)
         finally:
             self._syncing = False
 
@@ -392,19 +458,24 @@ def tokens_figure(run: Run) -> Any:
     """A plotly figure of the run's cumulative tokens (input, output) and cost by seq, with a
     vertical marker (``layout.shapes[0]``) to move to the current seq."""
     import plotly.graph_objects as go
-    frame = run.tokens_over_time()
+
+    from ..analysis.tables import tokens_over_time
+    frame = tokens_over_time(run)
     seqs = frame["seq"].tolist()
     fig = go.Figure()
     fig.add_scatter(x=seqs, y=frame["cum_input_tokens"].tolist(), name="input tokens",
                     mode="lines", line={"shape": "hv"})
     fig.add_scatter(x=seqs, y=frame["cum_output_tokens"].tolist(), name="output tokens",
                     mode="lines", line={"shape": "hv"})
-    fig.add_scatter(x=seqs, y=frame["cum_cost_usd"].astype(float).tolist(), name="cost (USD)",
+    cost = frame["cum_cost_usd"].astype(float).tolist()
+    fig.add_scatter(x=seqs, y=cost, name="cost (USD)", text=[fmt_usd(c) for c in cost],
+                    hovertemplate="seq %{x}<br>%{text}<extra>cost</extra>",
                     mode="lines", line={"shape": "hv", "dash": "dot"}, yaxis="y2")
     fig.update_layout(height=220, margin={"l": 50, "r": 60, "t": 10, "b": 30},
                       xaxis={"title": "seq", "range": [0, max(len(run) - 1, 1)]},
                       yaxis={"title": "tokens"},
-                      yaxis2={"title": "USD", "overlaying": "y", "side": "right", "showgrid": False},
+                      yaxis2={"title": "USD", "overlaying": "y", "side": "right", "showgrid": False,
+                              **usd_axis(max(cost, default=0.0))},
                       legend={"orientation": "h", "y": 1.12}, template="plotly_white",
                       shapes=[{"type": "line", "xref": "x", "yref": "paper", "x0": 0, "x1": 0,
                                "y0": 0, "y1": 1, "line": {"color": "#b26a00", "width": 2}}])
@@ -426,21 +497,39 @@ class _View:
     next_kind: Any
     cause: Any
     message: Any
+    facts: Any
+    tabs: Any
     event: Any
     state: Any
     patch: Any
+    raw: Any
+    chart: Any
     figure: Any
+    badge: Any
+
+
+PANE: Final = "26em"  # the height of the tabs' panes: the chart below stays where it is
+
+
+def _draw_chart(w: _View, seq: int) -> None:
+    """Draw the chart with its marker at ``seq`` (a plain figure: see the module docstring)."""
+    if w.figure is None:
+        return
+    from IPython.display import display
+    w.figure.layout.shapes[0].update(x0=seq, x1=seq)
+    w.chart.clear_output(wait=True)
+    with w.chart:
+        display(w.figure)  # type: ignore[no-untyped-call]
 
 
 def _build(s: Scrubber) -> _View:
     import ipywidgets as w
-    import plotly.graph_objects as go
 
     from .html import _css
     last = s._count - 1
     slider = w.IntSlider(value=s.seq, min=0, max=last, description="seq",
-                         continuous_update=False, layout=w.Layout(width="60%"))
-    play = w.Play(value=s.seq, min=0, max=last, interval=400, description="play")
+                         continuous_update=False, layout=w.Layout(width="55%"))
+    play = w.Play(value=s.seq, min=0, max=last, interval=600, description="play")
     w.jslink((play, "value"), (slider, "value"))
     seq_box = w.BoundedIntText(value=s.seq, min=0, max=last, layout=w.Layout(width="8em"))
     back = w.Button(description="◀", tooltip="previous event", layout=w.Layout(width="3em"))
@@ -448,14 +537,23 @@ def _build(s: Scrubber) -> _View:
     kinds = w.Dropdown(options=s.types, description="type", layout=w.Layout(width="18em"))
     prev_kind = w.Button(description="◀ previous", tooltip="previous event of this type")
     next_kind = w.Button(description="next ▶", tooltip="next event of this type")
-    cause = w.Button(description="no cause", disabled=True, tooltip="go to the event that caused this one")
+    cause = w.Button(description="no cause", disabled=True, tooltip="go to the event that caused this one",
+                     layout=w.Layout(width="auto"))
+    cause.add_class("agentlog-scrubber-cause")
     message = w.HTML()
-    event = w.HTML()
-    state = w.HTML(layout=w.Layout(flex="3 1 0", overflow="auto"))
-    patch = w.HTML(layout=w.Layout(flex="2 1 0", overflow="auto"))
+    message.add_class("agentlog-scrubber-message")
+    pane = {"height": PANE, "overflow": "auto"}
+    event = w.HTML(layout=w.Layout(**pane))
+    event.add_class("agentlog-scrubber-event")
+    state = w.HTML(layout=w.Layout(**pane))
+    patch = w.HTML(layout=w.Layout(**pane))
+    raw = w.HTML(layout=w.Layout(**pane))
+    tabs = w.Tab(children=[event, state, patch, raw], titles=("Event", "State", "Changed", "JSON"))
+    tabs.add_class("agentlog-scrubber-tabs")
+    chart = w.Output(layout=w.Layout(height="240px"))
     try:
-        figure = go.FigureWidget(tokens_figure(s.run))
-    except Exception as exc:  # noqa: BLE001 - no usage table or no anywidget: the rest still works
+        figure = tokens_figure(s.run)
+    except Exception as exc:  # noqa: BLE001 - no usage table: the rest still works
         figure = None
         message.value = _panel(f'<span class="al-muted">no chart: {_e(exc)}</span>')
 
@@ -465,9 +563,9 @@ def _build(s: Scrubber) -> _View:
     def by_type(find: Any) -> Any:
         def click(_: Any) -> None:
             if kinds.value is not None and find(kinds.value) is None:
-                message.value = _panel(f'<span class="al-muted">no {_e(kinds.value)} that way</span>')
-            else:
-                message.value = ""
+                s._note = _panel(f'<span class="al-muted">no {_e(kinds.value)} that way</span>')
+                message.value = s._note
+                s._note = ""
         return click
 
     def stepper(by: int) -> Any:
@@ -485,11 +583,11 @@ def _build(s: Scrubber) -> _View:
     style = w.HTML(f"<style>{_css()}</style>")
     controls = w.HBox([play, slider, seq_box, back, forward])
     finder = w.HBox([kinds, prev_kind, next_kind, cause])
-    panes = w.HBox([state, patch])
-    parts = [style, controls, finder, message, event, panes]
-    if figure is not None:
-        parts.append(figure)
-    box = w.VBox(parts)
+    badge = w.HTML()
+    badge.add_class("agentlog-live-badge")
+    box = w.VBox([style, *([badge] if s.follower is not None else []), controls, finder, message, tabs, chart])
+    box.add_class("agentlog-scrubber")
     return _View(box=box, slider=slider, play=play, seq_box=seq_box, back=back, forward=forward,
                  kinds=kinds, prev_kind=prev_kind, next_kind=next_kind, cause=cause,
-                 message=message, event=event, state=state, patch=patch, figure=figure)
+                 message=message, facts=None, tabs=tabs, event=event, state=state, patch=patch, raw=raw,
+                 chart=chart, figure=figure, badge=badge)

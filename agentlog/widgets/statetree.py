@@ -39,6 +39,7 @@ from typing import Any, Final
 
 from ..fold.pointer import escape_token, parse_pointer
 from .html import esc as _e
+from .numbers import fmt_scalar
 
 __all__ = ["MAX_CHILDREN", "highlighted_paths", "marked_paths", "render_state"]
 
@@ -296,7 +297,7 @@ class _Render:
                             f'{_e(f"… {len(value) - TEXT_LIMIT:,} more") if len(value) > TEXT_LIMIT else ""}'
                             f"</pre></details></li>")
         else:
-            self.out.append(f'<li{attrs}>{key}<span class="al-st-val">{_e(_scalar(value))}</span></li>')
+            self.out.append(f'<li{attrs}>{key}<span class="al-st-val">{_e(fmt_scalar(value, label))}</span></li>')
 
     def _blob(self, key: str, ref: Any, attrs: str) -> None:
         media = _e(getattr(ref, "media_type", "") or "")

@@ -1,11 +1,12 @@
 """One tabbed view of a run: ``al.show(run)`` (or ``run.show()``).
 
 Tabs: *Overview* (the summary card), *Waterfall*, *Scrub*, *Cost*, *Graph* (the objects and
-relations of the final state, grouped by kind) and *Verify*. Only the overview is built at
-once; every other tab is built the first time it is selected, so ``show()`` on a large run
-returns at once and a tab nobody opens costs nothing.
+relations as a node-link diagram, as of the scrubber's event once the *Scrub* tab is open, with
+each object's provenance on click: :class:`~agentlog.widgets.graph.GraphView`) and *Verify*.
+Only the overview is built at once; every other tab is built the first time it is selected,
+so ``show()`` on a large run returns at once and a tab nobody opens costs nothing.
 
-:func:`graph_html` is the pure builder of the *Graph* tab.
+:func:`graph_html` is a text outline of the same graph, for plain HTML.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import ipywidgets as widgets
 
 from ..fold import thaw
 from ._kernel import as_widget
+from .costdash import CostDashboard
 from .html import cut, obj_repr
 from .html import esc as _e
+from .waterfall import Waterfall
 
 if TYPE_CHECKING:
     from ..store.run import Run
@@ -95,13 +98,15 @@ def graph_html(objects: Mapping[str, Any], relations: Mapping[str, Any], *, limi
     return obj_repr(f"{len(objects)} objects, {len(relations)} relations", head, body)
 
 
-def _graph_view(run: Run) -> widgets.Widget:
+def _graph_view(tabs: RunTabs) -> widgets.Widget:
+    from .graph import GraphView
+    run = tabs.run
     if len(run) == 0:
         return widgets.HTML("<p>no events</p>")
-    state = run.state_at(len(run) - 1)
-    view = widgets.HTML(graph_html(state["objects"], state["relations"]))
-    view.add_class("agentlog-graph")
-    return view
+    view = GraphView(run)
+    tabs.views["Graph"] = view
+    tabs._link_graph()
+    return view.widget()
 
 
 def _html_view(text: str | None, fallback: str) -> widgets.Widget:
@@ -128,10 +133,10 @@ class RunTabs(widgets.Tab):  # type: ignore[misc]
         self.views: dict[str, Any] = {}
         self._makers: dict[str, Callable[[], widgets.Widget]] = {
             "Overview": lambda: _html_view(run._repr_html_(), repr(run)),
-            "Waterfall": lambda: self._keep("Waterfall", run.waterfall()),
-            "Scrub": lambda: self._keep("Scrub", run.scrub(reducers=reducers, start=start)),
-            "Cost": lambda: self._keep("Cost", run.cost_dashboard()),
-            "Graph": lambda: _graph_view(run),
+            "Waterfall": lambda: self._keep("Waterfall", Waterfall(run)),
+            "Scrub": lambda: self._scrubber(reducers, start),
+            "Cost": lambda: self._keep("Cost", CostDashboard(run)),
+            "Graph": lambda: _graph_view(self),
             "Verify": lambda: _verify_view(run),
         }
         placeholders = [widgets.HTML(f"<p class='al-muted'>loading {t.lower()}…</p>") for t in TABS]
@@ -149,6 +154,19 @@ class RunTabs(widgets.Tab):  # type: ignore[misc]
     def _keep(self, title: str, view: Any) -> widgets.Widget:
         self.views[title] = view
         return as_widget(view)
+
+    def _scrubber(self, reducers: Any, start: int | None) -> widgets.Widget:
+        from .scrubber import Scrubber
+        made = self._keep("Scrub", Scrubber(self.run, reducers=reducers, start=start))
+        self._link_graph()
+        return made
+
+    def _link_graph(self) -> None:
+        """Once both exist, the graph is drawn as of the scrubber's event."""
+        graph, scrub = self.views.get("Graph"), self.views.get("Scrub")
+        if graph is not None and scrub is not None and not getattr(self, "_linked", False):
+            graph.link_to(scrub)
+            self._linked = True
 
     def build(self, title: str) -> widgets.Widget:
         """Build the tab ``title`` now (if not built yet) and return its widget."""

@@ -222,7 +222,7 @@ def test_many_runs(store: Any) -> None:
 def test_a_damaged_segment_is_named_not_a_duckdb_dump(tmp_path: Any) -> None:
     from agentlog.errors import CorruptSegmentError
     store = al.examples.sample_store(copy_to=tmp_path / "s")
-    segment = sorted((tmp_path / "s/runs/run_id=sre-0001").glob("*.parquet"))[0]
+    segment = min((tmp_path / "s/runs/run_id=sre-0001").glob("*.parquet"))
     segment.write_bytes(segment.read_bytes()[:100])
     for call in (store.runs, lambda: store.cost(by="run"), lambda: store.sql("select count(*) from events")):
         with pytest.raises(CorruptSegmentError) as caught:

@@ -4,6 +4,7 @@ see the DiffView of the parent and the fork appear in the panel."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,13 @@ def test_fork_from_the_panel_in_jupyterlab(lab: Callable[[str], str], page: Any,
     # the rest of the notebook ran too: the fork made in code and its DiffView
     expect(page.locator(".al-dv-divergence").first).to_contain_text("runs diverge here: seq 80",
                                                                       timeout=60_000)
+    # the DiffView opens at the divergence: the shared prefix is one folded line above it, and
+    # counters that only moved (a fork's extra step) are not marked changed
+    first_rows = page.locator(".al-dv-events").first.locator("tbody tr")
+    expect(first_rows.nth(0)).to_have_class("al-dv-fold")
+    expect(first_rows.nth(1)).to_have_class("al-dv-divergence")
+    shifted = page.locator(".al-dv-events").first.locator("tr.al-dv-shifted[data-status]")
+    expect(shifted.first).to_contain_text("span.started")
     page.wait_for_function(KERNEL_IDLE, timeout=60_000)
     panel.locator(".agentlog-fork-button").scroll_into_view_if_needed()
     page.screenshot(path=shots / "lab_03_loaded.png")
@@ -59,6 +67,19 @@ def test_fork_from_the_panel_in_jupyterlab(lab: Callable[[str], str], page: Any,
     expect(scrubber).to_contain_text("state after seq 80")
     expect(scrubber).to_contain_text("approval.denied")
     expect(panel).to_contain_text("approval.denied")  # the linked panel follows (seq 80)
+    # the prepared "approve" survives a scrubber round trip (▶ ◀ ▶)
+    editor = panel.locator(".agentlog-fork-editor textarea")
+    expect(editor).to_have_value(re.compile('"decision": "approve"'))
+    handle = scrubber.locator(".noUi-handle").first
+    handle.focus()
+    page.keyboard.press("ArrowLeft")
+    expect(readout).to_have_text("79")
+    page.keyboard.press("ArrowRight")
+    expect(readout).to_have_text("80")
+    expect(panel).to_contain_text("approval.denied")
+    expect(editor).to_have_value(json.dumps(APPROVE | {"note": "customer sent the returned-goods scan; approve"},
+                                            indent=2))
+    expect(panel.locator(".agentlog-fork-kept")).to_contain_text("edits kept at seq 80")
     readout.scroll_into_view_if_needed()
     page.screenshot(path=shots / "lab_03_scrubbed.png")
 

@@ -21,8 +21,9 @@ def store(tmp_path: Path) -> Any:
     with st.create_run(name=f"evil {SCRIPT}", run_id="evil-1", durability="none") as w:
         w.emit("run.started", {"inputs": {"prompt": SCRIPT}})
         w.emit("span.started", {"name": "tool <b>x</b>", "kind": "tool"}, span_id="s1")
-        w.emit("tool.call", {"key": "k", "name": "fetch", "args": {"url": SCRIPT}}, span_id="s1")
-        w.emit("tool.result", {"key": "k", "name": "fetch", "result": SCRIPT}, span_id="s1")
+        w.emit("tool.call", {"key": "k1", "name": "fetch", "args": {"url": SCRIPT}, "idempotency_key": None},
+               span_id="s1")
+        w.emit("tool.result", {"key": "k1", "name": "fetch", "result": SCRIPT}, span_id="s1")
         w.emit("span.ended", {"name": "tool <b>x</b>", "status": "ok"}, span_id="s1")
         w.emit("run.finished", {"result": SCRIPT})
     return st

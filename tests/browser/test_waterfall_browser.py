@@ -48,16 +48,17 @@ def test_sample_run_waterfall_renders(page: Any, shots: Path, tmp_path: Path) ->
     run = store.run("jobhunt-0001")
     spans = run.spans()
     errors = open_figure(page, waterfall_figure(run), tmp_path / "sample.html")
-    assert page.locator(".barlayer .point").count() == len(spans) == 43
+    # one bar per span, and each row's transparent click band (the first trace)
+    assert page.locator(".barlayer .trace:not(:first-child) .point").count() == len(spans) == 43
     expect(page.locator(".gtitle")).to_have_text("jobhunt example — span waterfall (43 spans)")
     ticks = page.locator(".ytick text")
     assert ticks.count() == len(spans)
     assert "fetch_board" in ticks.nth(1).text_content()
-    assert page.locator(".bartext", has_text="gpt-4o-mini · 334 in / 32 out").count() == 1
+    assert page.locator(".textpoint", has_text="gpt-4o-mini · 334 in / 32 out").count() == 1
     assert page.locator(".legendtext").all_text_contents() == ["agent", "llm", "tool", "http"]
     page.screenshot(path=shots / "waterfall_sample.png", full_page=True)
     # the bar's path: the .point group also holds the label beside the bar
-    box = page.locator(".barlayer .trace").nth(1).locator(".point path").first.bounding_box()
+    box = page.locator(".barlayer .trace").nth(2).locator(".point path").first.bounding_box()
     assert box is not None
     x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
     page.mouse.move(x - 3, y)
@@ -78,7 +79,8 @@ def test_100k_span_waterfall_is_aggregated_and_renders(page: Any, shots: Path, t
     assert meta["spans"] == 100_000 and meta["aggregated"] and meta["bars"] <= 5000
     errors = open_figure(page, fig, tmp_path / "run100k.html")
     bars = page.locator(".barlayer .point")
-    assert bars.count() == meta["bars"] > 0
+    bands = sum(len(t.x) for t in fig.data if (t.meta or {}).get("role") == "rows")  # click bands
+    assert bars.count() == meta["bars"] + bands and meta["bars"] > 0
     assert page.locator(".scatterlayer .point").count() == 33  # every failed span's cross
     note = page.locator(".gtitle-subtitle")
     expect(note).to_be_visible()
@@ -128,7 +130,7 @@ def test_clicking_a_bar_in_jupyterlab_lists_its_events(lab: Callable[[str], str]
     expect(view.locator(".js-plotly-plot .gtitle")).to_contain_text("span waterfall", timeout=60_000)
     expect(panel).to_contain_text("Click a bar")
     page.wait_for_function(KERNEL_IDLE, timeout=60_000)
-    bar = view.locator(".barlayer .trace").nth(1).locator(".point path").first  # the first llm span
+    bar = view.locator(".barlayer .trace").nth(2).locator(".point path").first  # the first llm span
     bar.scroll_into_view_if_needed()
     box = bar.bounding_box()
     assert box is not None

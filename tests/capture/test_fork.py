@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _record_programs import Tools, decide, make_triage
 
 import agentlog as al
 from agentlog.testing.fakes import FakeLLM
-
-from _record_programs import Tools, decide, make_triage
 
 
 def seq_of(run: Any, type: str, **payload: Any) -> int:

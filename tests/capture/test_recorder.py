@@ -6,13 +6,12 @@ import asyncio
 from typing import Any
 
 import pytest
+from _record_programs import MODEL, Tools, decide
 
 import agentlog as al
 from agentlog.errors import ToolError
 from agentlog.fold import thaw
 from agentlog.testing.fakes import FakeLLM
-
-from _record_programs import MODEL, Tools, decide
 
 
 def types(run: Any) -> list[str]:

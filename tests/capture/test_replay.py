@@ -6,11 +6,10 @@ import time
 from typing import Any
 
 import pytest
+from _record_programs import MODEL, Tools, make_triage
 
 import agentlog as al
 from agentlog.testing.fakes import FakeLLM
-
-from _record_programs import MODEL, Tools, make_triage
 
 
 def test_strict_replay_makes_zero_calls(recorded: tuple[Any, Tools, FakeLLM]) -> None:

@@ -19,7 +19,7 @@ from _cli_helpers import Cli
 from _prices import genai_prices_cost
 
 import agentlog as al
-from agentlog.widgets.html import fmt_usd
+from agentlog.widgets.numbers import fmt_usd, usd_sum
 
 IDS = ("sre-0001", "sre-0001-calm", "sre-0002", "refunds-0001", "refunds-0001-approve",
        "refunds-0002-tight", "diligence-0001", "jobhunt-0001")
@@ -56,23 +56,38 @@ def test_ls_text_and_json(cli: Cli, samples: Path) -> None:
     assert lines[0].split()[:3] == ["run", "name", "status"]
     assert [line.split()[0] for line in lines[1:len(IDS) + 1]] == list(IDS)
     assert "sre-0001@26" in out.stdout and "budget_exceeded" in out.stdout
-    assert lines[0].split()[7:9] == ["cost", "paid"] and lines[-1].startswith("cost: ")
+    assert lines[0].split()[7:12] == ["paid", "total", "incl.", "inherited", "prefix"]
+    assert lines[-1].startswith("paid: the run's own events")
+    store = al.Store(samples)
+    calm, parent = store.run("sre-0001-calm"), store.run("sre-0001")
+    total = fmt_usd(usd_sum(calm.events["cost_usd"]))
+    assert total == fmt_usd(usd_sum(parent.events["cost_usd"].iloc[:calm.fork_seq + 1])
+                            + usd_sum(calm.events["cost_usd"].iloc[calm.fork_seq + 1:]))
     calm_row = lines[1 + list(IDS).index("sre-0001-calm")].split()
-    calm_run = al.Store(samples).run("sre-0001-calm")  # sre-0001 paid the prefix: cost > paid
-    expected = [fmt_usd(genai_prices_cost(calm_run)), fmt_usd(genai_prices_cost(calm_run, own=True))]
+    # paid (its own events) and the total incl. the prefix it inherited, priced by genai-prices
+    expected = [fmt_usd(genai_prices_cost(calm, own=True)), fmt_usd(genai_prices_cost(calm))]
     assert [t for t in calm_row if t.startswith("$")] == expected
     data = json.loads(cli("--store", samples, "ls", "--json").stdout)
     assert [r["run_id"] for r in data] == list(IDS)
     calm = data[1]
     assert (calm["parent"], calm["fork_seq"], calm["events"], calm["own_events"]) == ("sre-0001", 26, 39, 12)
     assert calm["created"].startswith("2026-07-02T08:38:49")
+    assert calm["tags"]["fork_of"] == "sre-0001"  # an object, not JSON text inside JSON
 
 
 def test_ls_of_an_empty_store(cli: Cli, tmp_path: Path) -> None:
-    out = cli("--store", tmp_path / "nothing", "ls")
+    (tmp_path / "empty").mkdir()
+    out = cli("--store", tmp_path / "empty", "ls")
     assert out.returncode == 0
     assert "no runs in" in out.stdout and "agentlog demo" in out.stdout
-    assert json.loads(cli("--store", tmp_path / "nothing", "ls", "--json").stdout) == []
+
+
+def test_ls_of_a_store_that_is_not_there(cli: Cli, tmp_path: Path) -> None:
+    for command in ("ls", "cost"):
+        out = cli("--store", tmp_path / "nothing", command)
+        assert out.returncode == 2, (command, out.stdout)
+        assert f"{tmp_path / 'nothing'}: no such store" in out.stderr
+    assert cli("--store", tmp_path / "nothing", "ls", "--json").returncode == 2
     assert not (tmp_path / "nothing").exists()  # reading does not create the store
 
 
@@ -117,7 +132,11 @@ def test_verify_all_expect_head_and_json(cli: Cli, samples: Path) -> None:
     assert data["ok"] is True and data["head"] == head and data["head_ok"] is True
     wrong = cli("--store", samples, "verify", "sre-0001", "--expect-head", "0" * 64)
     assert wrong.returncode == 1
-    assert f"head {head} differs from the expected" in wrong.stdout
+    first = wrong.stdout.splitlines()[0]  # the first line says what is wrong, not "ok"
+    assert first == (f"run sre-0001: head differs from the expected {'0' * 64}: it is {head} "
+                     "(78 events; the chain is intact)")
+    right = cli("--store", samples, "verify", "sre-0001", "--expect-head", head[:16])
+    assert right.stdout.splitlines() == [f"run sre-0001: ok, 78 events, head {head[:12]}… is the expected head"]
 
 
 def _tamper(store: Path, run_id: str, seq: int) -> None:
@@ -176,14 +195,18 @@ def test_cost_store_and_runs(cli: Cli, samples: Path) -> None:
     assert "claude-3-5-haiku-latest" in out.stdout and "total: 51 model calls" in out.stdout
     store = al.Store(samples)
     paid = sum(genai_prices_cost(store.run(r), own=True) for r in store.list_runs())
-    assert out.stdout.splitlines()[-1].endswith(f"tokens, {fmt_usd(paid)}")  # every cost known
+    assert out.stdout.splitlines()[-1].endswith(f"tokens, paid {fmt_usd(paid)}")  # every cost known
     data = json.loads(cli("--store", samples, "cost", "--by", "run,model", "--json").stdout)
     expected = al.Store(samples).cost(by=["run", "model"])
     assert len(data) == len(expected)
     assert abs(sum(r["cost_usd"] for r in data) - float(expected["cost_usd"].sum())) < 1e-12
     one = json.loads(cli("--store", samples, "cost", "sre-0001-calm", "--json").stdout)
     llm = [r for r in one if r["model"] == "gpt-4o-mini"]
-    assert llm[0]["llm_calls"] == 3  # a run counts its parent's prefix too
+    calm = al.Store(samples).run("sre-0001-calm")
+    own = calm.llm_calls()
+    assert llm[0]["llm_calls"] == int((own["seq"] > calm.fork_seq).sum()) == 1  # what the fork paid for
+    text = cli("--store", samples, "cost", "sre-0001").stdout
+    assert "(tool calls)" in text and "paid" in text.splitlines()[0] and "–" not in text
     # --by run over RUNs: one row per run, as over the whole store (these runs are not forks)
     whole = {r["run_id"]: r for r in json.loads(cli("--store", samples, "cost", "--by", "run", "--json").stdout)}
     picked = json.loads(cli("--store", samples, "cost", "sre-0001", "jobhunt-0001", "--by", "run", "--json").stdout)
@@ -204,8 +227,8 @@ def test_unknown_costs_stay_unknown_in_cost_and_ls(cli: Cli, tmp_path: Path) -> 
     out = cli("--store", store.path, "cost")
     assert out.returncode == 0, out.stderr
     rows = {line.split()[0]: line.split() for line in out.stdout.splitlines()[1:-1]}
-    assert rows["house-model-x"][-2:] == ["unknown", "2"] and rows["gpt-4o-mini"][-2:] == [fmt_usd(0.25), "0"]
-    assert out.stdout.splitlines()[-1].endswith(f"tokens, {fmt_usd(0.25)} + 2 unknown")
+    assert rows["house-model-x"][-1] == "unknown" and rows["gpt-4o-mini"][-1] == fmt_usd(0.25)
+    assert out.stdout.splitlines()[-1].endswith(f"tokens, paid {fmt_usd(0.25)} + 2 unknown")
     data = json.loads(cli("--store", store.path, "cost", "--json").stdout)
     assert [r["cost_usd"] for r in data] == [0.25, None]  # JSON: null, not 0
     ls = cli("--store", store.path, "ls").stdout.splitlines()
@@ -217,10 +240,21 @@ def test_replay_strict(cli: Cli, samples: Path) -> None:
     assert ok.returncode == 0, ok.stderr
     assert "strict replay ok: 136 events, 20 calls from the log, 0 live" in ok.stdout
     wrong = cli("--store", samples, "replay", "sre-0001", "--program", "example:refunds")
-    assert wrong.returncode == 1
-    assert "diverged at seq 1" in wrong.stdout
+    assert wrong.returncode == 5  # the refunds agent raises on the sre run's inputs
+    assert "the program raised KeyError" in _one_line_error(wrong.stderr)
     missing = cli("--store", samples, "replay", "sre-0001", "--program", "no_such_module:program")
     assert missing.returncode == 2 and "no_such_module" in _one_line_error(missing.stderr)
+
+
+def test_replay_of_a_program_that_raises_exits_5(cli: Cli, samples: Path, tmp_path: Path) -> None:
+    (tmp_path / "boom.py").write_text("def prog(rec):\n    raise RuntimeError('boom')\n\n\n"
+                                      "def other(rec):\n    rec.patch([{'op': 'add', 'path': '/x', 'value': 1}])\n")
+    differs = cli("--store", samples, "replay", "sre-0001", "--program", "boom:other", cwd=tmp_path)
+    assert differs.returncode == 1 and "diverged at seq 1" in differs.stdout
+    out = cli("--store", samples, "replay", "sre-0001", "--program", "boom:prog", cwd=tmp_path)
+    assert out.returncode == 5, out.stdout
+    assert _one_line_error(out.stderr) == ("agentlog: error: replay of run sre-0001: the program raised RuntimeError: boom "
+                                           "(at seq 1, where the recorded run has span.started)")
 
 
 def test_fork_with_an_edit_file(cli: Cli, samples: Path, tmp_path: Path) -> None:
@@ -306,7 +340,12 @@ def test_report_and_html_export(cli: Cli, samples: Path, tmp_path: Path) -> None
     page = (tmp_path / "r.html").read_text()
     assert page.count("Plotly.newPlot(") >= 3
     assert "first divergence at seq 27" in page
-    assert page.count("* plotly.js v") == 1  # plotly.js inlined once, for every figure
+    from agentlog.report import plotly_js_name
+    assert page.count("* plotly.js v") == 0 and f'src="{plotly_js_name()}"' in page  # one shared copy
+    assert (tmp_path / plotly_js_name()).stat().st_size > 10 * len(page.encode())
+    assert "with plotly.js beside it" in out.stdout
+    one = cli("--store", samples, "report", "sre-0001", "--inline", "-o", tmp_path / "one.html")
+    assert one.returncode == 0 and (tmp_path / "one.html").read_text().count("* plotly.js v") == 1
     html = cli("--store", samples, "export", "jobhunt-0001", "--format", "html", "-o", tmp_path / "j.html")
     assert html.returncode == 0 and "jobhunt-0001" in (tmp_path / "j.html").read_text()
 

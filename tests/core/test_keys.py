@@ -191,7 +191,7 @@ def test_null_message_fields_are_absent_but_deeper_nulls_are_data() -> None:
 
 
 def test_sdk_message_objects_are_dumped_like_dicts() -> None:
-    import openai.types.chat as chat
+    from openai.types import chat
     msg = chat.ChatCompletionMessage(role="assistant", content="Hello")
     assert llm_key({**BASE, "messages": [*HI, msg]}) == llm_key(
         {**BASE, "messages": [*HI, {"role": "assistant", "content": "Hello"}]})

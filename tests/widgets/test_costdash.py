@@ -4,15 +4,16 @@ drawn as $0, long tables fold into "other", tables are escaped HTML."""
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pytest
 from _wf_synth import T0, StepClock, span_run
 
 import agentlog as al
 from agentlog.widgets.costdash import TOP, CostDashboard, cost_figures, cost_tables
+from agentlog.widgets.numbers import USD_PATTERN, fmt_usd, usd_sum
 
 SAMPLE_RUNS = ("sre-0001", "sre-0001-calm", "sre-0002", "refunds-0001", "refunds-0001-approve",
                "refunds-0002-tight", "diligence-0001", "jobhunt-0001")
@@ -31,6 +32,12 @@ def store(tmp_path: Any) -> Any:
 def role(fig: Any, name: str) -> Any:
     (trace,) = [t for t in fig.data if (t.meta or {}).get("role") == name]
     return trace
+
+
+def drawn_tokens(fig: Any, kind: str) -> int:
+    """Tokens of a kind drawn in a figure (a kind no group has gets no trace)."""
+    traces = [t for t in fig.data if (t.meta or {}).get("role") == f"{kind}_tokens"]
+    return int(np.sum(traces[0].x)) if traces else 0
 
 
 def drawn_cost(fig: Any) -> float:
@@ -52,18 +59,19 @@ def mixed_run(store: Any) -> Any:
 @pytest.mark.parametrize("run_id", SAMPLE_RUNS)
 def test_run_figures_add_up_to_run_cost(samples: Any, run_id: str) -> None:
     run = samples.run(run_id)
-    total = run.cost(by=())
+    own = run.events if run.fork_seq is None else run.events[run.events["seq"] > run.fork_seq]
+    paid = float(usd_sum(own["cost_usd"]))  # what the run's own events cost
     figs = cost_figures(run)
     assert set(figs) == {"by_model", "by_span", "by_actor", "over_time"}
     for name in ("by_model", "by_span", "by_actor"):
         fig = figs[name]
-        assert drawn_cost(fig) == pytest.approx(float(total["cost_usd"].sum()), rel=1e-12)
+        assert drawn_cost(fig) == pytest.approx(paid, rel=1e-12)
+        assert fig.layout.meta["agentlog"]["total_cost_usd"] == paid  # summed exactly
         for kind in ("input", "output", "cached"):
-            drawn = int(np.sum(role(fig, f"{kind}_tokens").x))
-            assert drawn == int(total[f"{kind}_tokens"].sum())
+            assert drawn_tokens(fig, kind) == int(own[f"{kind}_tokens"].fillna(0).sum())
     over = figs["over_time"]
-    assert role(over, "cost").y[-1] == pytest.approx(float(total["cost_usd"].sum()), rel=1e-12)
-    tokens = int(total["input_tokens"].sum() + total["output_tokens"].sum())
+    assert role(over, "cost").y[-1] == pytest.approx(paid, rel=1e-12)
+    tokens = int(own["input_tokens"].fillna(0).sum() + own["output_tokens"].fillna(0).sum())
     assert role(over, "tokens").y[-1] == tokens
 
 
@@ -87,7 +95,7 @@ def test_unknown_cost_is_not_drawn_as_zero(store: Any) -> None:
     notes = [a.text for a in fig.layout.annotations if a.name == "unknown-cost"]
     assert notes == ["cost unknown (10 calls)"]
     assert "10 calls of unknown cost" in fig.layout.title.subtitle.text
-    assert fig.layout.title.subtitle.text.startswith("known cost $0")
+    assert fig.layout.title.subtitle.text.startswith("paid (known) $0")
     over = figs["over_time"]
     assert not [t for t in over.data if (t.meta or {}).get("role") == "cost"]  # no $0 line
     assert len(role(over, "unknown").x) == 10
@@ -99,12 +107,12 @@ def test_partly_unknown_cost_is_marked_beside_the_bar(store: Any) -> None:
     fig = cost_figures(run)["by_model"]
     trace = role(fig, "cost")
     by_label = {y: (x, text) for y, x, text in zip(trace.y, trace.x, trace.text, strict=True)}
-    assert by_label["m-known"] == (0.25, "$0.2500 + 1 unknown")
+    assert by_label["m-known"] == (0.25, "$0.25 + 1 unknown")
     assert by_label["m-unknown"] == (None, "")
     dash = CostDashboard(run)
-    assert "unknown" in dash.table_html("by_model")
-    assert "$0.2500 + 1 unknown" in dash.table_html("by_model")
-    assert "+ 2 calls of unknown cost" in dash.summary_html()
+    assert "unknown (1 call)" in dash.table_html("by_model")
+    assert "$0.25 + 1 unknown" in dash.table_html("by_model")
+    assert "paid</dt><dd>$0.25 + 2 unknown" in dash.summary_html()
     rows = dash.table_html("over_time")
     assert rows.count(">unknown<") == 2
 
@@ -116,20 +124,43 @@ def test_many_groups_fold_into_other_and_still_add_up(store: Any) -> None:
     labels = list(role(fig, "cost").y)
     assert len(labels) == TOP
     assert labels[-1] == "… 6 other runs"
-    assert drawn_cost(fig) == pytest.approx(float(store.cost()["cost_usd"].sum()), rel=1e-12)
+    assert drawn_cost(fig) == pytest.approx(float(usd_sum(store.cost()["cost_usd"])), rel=1e-12)
     assert len(CostDashboard(store).tables["by_run"]) == TOP + 5
 
 
-def test_tables_are_the_cost_tables(samples: Any) -> None:
-    run = samples.run("refunds-0001")
+def test_tables_are_what_the_run_paid_in_the_charts_order(samples: Any) -> None:
+    from agentlog.analysis.cost import cost
+    run = samples.run("refunds-0001-approve")  # a fork: the tables count its own events
     tables = cost_tables(run)
-    assert tables["by_model"].equals(run.cost(by="model"))
-    assert tables["by_span"].equals(run.cost(by="span"))
-    assert tables["by_actor"].equals(run.cost(by="actor"))
-    assert tables["over_time"].equals(run.tokens_over_time())
+    for name, by in (("by_model", "model"), ("by_span", "span"), ("by_actor", "actor")):
+        expected = cost(run, (by,), own=True)
+        got = tables[name]
+        assert len(got) == len(expected) and float(usd_sum(got["cost_usd"])) == float(usd_sum(expected["cost_usd"]))
+        paid = got["cost_usd"].to_numpy(float)
+        keyed = got[got.columns[0]].notna().to_numpy()
+        assert list(keyed) == sorted(keyed, reverse=True)  # rows without a key (tool calls) last
+        assert list(paid[keyed]) == sorted(paid[keyed], reverse=True)  # most paid first
+    fig = cost_figures(run)["by_model"]
+    drawn = list(role(fig, "cost").y)
+    assert "–" not in drawn and "(no model)" not in drawn  # tool calls are not a model
+    html_rows = CostDashboard(run).table_html("by_model")
+    assert "(tool calls)" in html_rows and ">–<" not in html_rows
+    positions = [html_rows.index(f"<td>{label}</td>") for label in drawn]
+    assert positions == sorted(positions)  # the chart lists the table's rows in the table's order
     store_tables = CostDashboard(samples).tables
     # DuckDB sums floats in no fixed order: equal up to rounding
-    pd.testing.assert_frame_equal(store_tables["by_day"], samples.cost(by="day"), rtol=1e-12)
+    by_day = samples.cost(by="day")
+    assert float(usd_sum(store_tables["by_day"]["cost_usd"])) == float(usd_sum(by_day["cost_usd"]))
+
+
+def test_summary_says_paid_and_a_forks_total(samples: Any) -> None:
+    fork = samples.run("sre-0001-calm")
+    html_text = CostDashboard(fork).summary_html()
+    own = fork.events[fork.events["seq"] > fork.fork_seq]
+    assert f"<dt>paid</dt><dd>{fmt_usd(usd_sum(own['cost_usd']))}</dd>" in html_text
+    assert f"<dt>total incl. inherited prefix</dt><dd>{fmt_usd(usd_sum(fork.events['cost_usd']))}</dd>" in html_text
+    axis = cost_figures(fork)["by_model"].layout.xaxis
+    assert all(re.fullmatch(USD_PATTERN, t) for t in axis.ticktext)  # axes in the one format
 
 
 def test_html_escapes_what_the_run_recorded(store: Any) -> None:

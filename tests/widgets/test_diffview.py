@@ -12,7 +12,7 @@ import pytest
 import agentlog as al
 from agentlog.fold import diff_states
 from agentlog.widgets.diffview import DiffView
-from agentlog.widgets.html import fmt_usd
+from agentlog.widgets.html import fmt_num, fmt_usd
 
 PAIRS = [("refunds-0001", "refunds-0001-approve"), ("sre-0001", "sre-0001-calm")]
 
@@ -34,15 +34,17 @@ def test_the_divergence_is_the_fork_point_and_rows_before_it_are_same(store: Any
     assert [r.step for r in rows] == list(range(len(rows)))
     assert all(r.status == "same" and r.seq_a == r.seq_b == r.step for r in rows[:step])
     assert rows[step].status != "same"
-    # after the prefix the rows are RunDiff's, with matched shown as same
+    # after the prefix the rows are RunDiff's, with matched shown as same and changed pairs
+    # that only moved counters shown as shifted
     table = d.table()
     want = ["same" if s == "matched" else s for s in table["status"]]
-    assert [r.status for r in rows[step:]] == want
+    got = [r.status for r in rows[step:]]
+    assert [("changed" if g == "shifted" else g) for g in got] == want
     assert len(rows) == step + len(table)
     # each run's events appear once, in order
     assert [r.seq_a for r in rows if r.seq_a is not None] == list(range(len(run_a)))
     assert [r.seq_b for r in rows if r.seq_b is not None] == list(range(len(run_b)))
-    assert {r.status for r in rows} <= {"same", "changed", "only_a", "only_b"}
+    assert {r.status for r in rows} <= {"same", "shifted", "changed", "only_a", "only_b"}
     changed = [r for r in rows if r.status == "changed"]
     assert changed and all(r.change for r in changed)
 
@@ -89,11 +91,12 @@ def test_the_summary_shows_the_usage_delta_of_run_diff(store: Any, a: str, b: st
     for metric, label in (("input_tokens", "input tokens"), ("output_tokens", "output tokens"),
                           ("llm_calls", "model calls"), ("tool_calls", "tool calls")):
         delta = usage.loc[metric, "delta"]
-        assert re.search(rf"<td>{label}</td>.*?<td class=\"al-num\">{re.escape(f'{delta:+,.0f}')}</td>", text)
+        assert re.search(rf"<td>{label}</td>.*?<td class=\"al-num\">{re.escape(fmt_num(delta, sign=True))}</td>", text)
     cost = usage.loc["cost_usd", "delta"]
     assert cost != 0
-    sign = "-" if cost < 0 else "+"
-    assert re.search(rf"<td>cost \(USD\)</td>.*?<td class=\"al-num\">{re.escape(sign + fmt_usd(abs(cost)))}</td>", text)
+    sign = "−" if cost < 0 else "+"
+    assert re.search(rf"<td>total incl. inherited prefix \(USD\)</td>.*?<td class=\"al-num\">"
+                     rf"{re.escape(sign + fmt_usd(abs(cost)))}</td>", text)
     assert "Graph changes" in text
 
 
@@ -108,16 +111,23 @@ def test_graph_changes_are_counted(tmp_path: Path) -> None:
     assert "extra-1" in text and "<new>" not in text
 
 
-def test_a_long_tail_shows_a_window_around_the_divergence(store: Any) -> None:
-    view = DiffView(store.run("refunds-0001"), store.run("refunds-0001-approve"), window=10)
+def test_the_list_opens_at_the_divergence_with_the_prefix_folded(store: Any) -> None:
+    run_a, run_b = store.run("refunds-0001"), store.run("refunds-0001-approve")
+    view = DiffView(run_a, run_b, window=10)
+    div = view.divergence_step
     lo, hi = view.window_range
-    assert (lo, hi) == (67, 88)
+    assert (lo, hi) == (div, div + 21)
     text = view.events_html
-    assert text.count("data-step=") == 21
-    assert "… 67 earlier steps" in text and f"… {len(view.rows) - 88:,} later steps" in text
-    assert "runs diverge here: seq 77" in text
+    rows = re.findall(r'<tr class="([^"]+)"', text.split("<tbody>", 1)[1])
+    # the first row is the folded prefix, then the divergence: no identical event is listed
+    assert rows[:3] == ["al-dv-fold", "al-dv-divergence", f"al-dv-{view.rows[div].status} al-dv-current"]
+    assert f"{div:,} identical events (seq 0..{div - 1}) ▸" in text
+    assert f"… {len(view.rows) - hi:,} later steps" in text
+    view.show_prefix()
+    assert view.window_range[0] == div - 10 and "▾" in view.events_html
+    view.show_prefix(False)
     view.show_more(before=100, after=5)
-    assert view.window_range == (0, 93)
+    assert view.window_range == (0, div + 26)
     view.goto(140)  # outside the window: it moves there
     lo, hi = view.window_range
     assert lo <= 140 < hi
@@ -133,6 +143,21 @@ def test_identical_runs_and_errors(store: Any) -> None:
     assert view.step == len(run) - 1 and view.highlighted == []
     with pytest.raises(IndexError, match="'sre-0001' ↔ 'sre-0001' have 78 aligned steps"):
         view.goto(78)
+
+
+def test_shifted_counters_are_not_changes_and_changes_say_what(store: Any) -> None:
+    view = DiffView(store.run("refunds-0001"), store.run("refunds-0001-approve"))
+    shifted = [r for r in view.rows if r.status == "shifted"]
+    assert shifted and all(r.type == "span.started" for r in shifted)
+    assert all(r.change == "same content, moved: /attributes/step +1" for r in shifted)
+    changed = [r for r in view.rows if r.status == "changed"]
+    assert changed and all(r.change for r in changed)
+    view.show_more(after=200)
+    text = view.events_html
+    for r in changed:  # what changed is written under the pair, not in a tooltip
+        assert f'<tr class="al-dv-change al-dv-changed" data-step="{r.step}"><td></td><td colspan="7">' in text
+    calm = DiffView(store.run("sre-0001"), store.run("sre-0001-calm"))
+    assert "~ /result/value: 0.93 → 0.35" in calm.events_html
 
 
 def test_the_static_repr_and_the_widget(store: Any) -> None:
@@ -152,3 +177,10 @@ def test_the_static_repr_and_the_widget(store: Any) -> None:
     parts["to_divergence"].click()
     assert view.step == view.divergence_step
     assert box is view.widget
+    # the controls are above the event list
+    kids = list(box.children)
+    slider_row = next(i for i, k in enumerate(kids) if parts["slider"] in getattr(k, "children", ()))
+    assert slider_row < kids.index(parts["events"])
+    assert parts["prefix"].description == f"▸ show the {view.diff.prefix} identical events"
+    parts["prefix"].click()  # the whole (short) prefix is listed again
+    assert view.prefix_shown and 'data-step="0"' in parts["events"].value

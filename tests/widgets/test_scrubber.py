@@ -169,10 +169,13 @@ def test_payloads_keys_and_values_are_escaped(hostile: Any) -> None:
 def test_a_blob_in_a_payload_is_previewed_and_expandable(hostile: Any) -> None:
     s = Scrubber(hostile, start=3)
     assert type(s.event.payload["result"]).__name__ == "BlobRef"
-    assert "<blob sha256:" not in s.event_html  # the marker is escaped text
-    assert "&lt;blob sha256:" in s.event_html
-    assert '<details class="al-st-blob">' in s.event_html
+    assert "<blob sha256:" not in s.payload_text  # the raw JSON's marker is escaped text
+    assert "&lt;blob sha256:" in s.payload_text
+    assert '<details class="al-st-blob">' in s.payload_text
+    assert "&lt;p&gt;xxx" in s.payload_text and "<p>x" not in s.payload_text
+    # the event view reads the (small, textual) blob back as text, escaped, long text folded
     assert "&lt;p&gt;xxx" in s.event_html and "<p>x" not in s.event_html
+    assert 'class="al-chat-more"' in s.event_html
 
 
 def test_the_static_repr_shows_the_event_and_the_state_tree(store: Any) -> None:
@@ -180,11 +183,45 @@ def test_the_static_repr_shows_the_event_and_the_state_tree(store: Any) -> None:
     s = Scrubber(run, start=4)
     page = s._repr_html_()
     assert page is not None
-    assert "llm.response" in page and 'class="al-st"' in page and "agentlog-patch" in page
+    assert "llm.response" in page and 'class="al-st"' in page and "al-sc-patch" in page
     assert s._repr_mimebundle_() is None  # no kernel here: the static HTML is used
     with al.widgets.set_options(display="text"):
         assert s._repr_html_() is None
     assert "seq 4 of 77" in s.text() and "/messages/-" in s.text()
+
+
+def test_model_calls_read_as_a_conversation(store: Any) -> None:
+    from agentlog.events import LLMRequest, LLMResponse
+    run = store.run("sre-0001")
+    s = Scrubber(run)
+    request = s.goto(run.events.loc[run.events["type"] == "llm.request", "seq"].iloc[1]).event
+    page = s.event_html
+    messages = LLMRequest.of(request).messages
+    assert page.count('class="al-chat-msg') + page.count('al-chat-result') >= len(messages)
+    assert '<div class="al-chat-role">system</div>' in page and '<div class="al-chat-role">user</div>' in page
+    assert "tools offered: get_alerts" in page
+    assert "\\n" not in page and '\\"' not in page  # no JSON inside JSON
+    answer = s.step(+1).event
+    assert answer.type == "llm.response"
+    call = LLMResponse.of(answer).tool_calls[0]["function"]
+    assert f"→ call <b>{call['name']}</b>" in s.event_html
+    # the arguments arrive as a JSON string: shown decoded, as indented JSON
+    assert '<div class="al-chat-code">{\n  &quot;' in s.event_html
+
+
+def test_the_cause_button_names_its_seq_and_messages_clear(store: Any) -> None:
+    run = store.run("refunds-0001")
+    answer = int(run.events.loc[run.events["type"] == "llm.response", "seq"].iloc[0])
+    s = Scrubber(run, start=answer)
+    parts = s._parts()
+    assert s.event.caused_by is not None
+    assert parts.cause.description == f"← caused by seq {s.event.caused_by}"
+    parts.kinds.value = "run.started"
+    parts.next_kind.click()
+    assert "no run.started that way" in parts.message.value
+    parts.forward.click()
+    assert parts.message.value == ""  # cleared on the next move
+    assert parts.tabs.titles[2] == f"Changed ({len(s.patch)})"
 
 
 def test_the_widget_follows_the_view_and_the_marker_moves_without_a_new_figure(store: Any) -> None:

@@ -52,17 +52,36 @@ def test_cost_tab(store: Any) -> None:
     assert "Cost: " not in getattr(tabs.children[3], "value", "")  # no error placeholder
 
 
-def test_graph_tab_lists_objects_by_kind_with_relations(store: Any) -> None:
+def test_graph_tab_draws_nodes_and_links_with_provenance(store: Any) -> None:
+    from agentlog.fold import thaw
+    from agentlog.widgets.graph import GraphView
     run = store.run("diligence-0001")
     tabs = al.show(run, tab="Graph")
-    text = tabs.children[4].value
-    state = run.state_at(len(run) - 1)
-    kinds = {o["kind"] for o in state["objects"].values()}
-    assert {"claim", "document", "contradiction", "memo"} <= kinds
-    for kind in kinds:
-        assert f"<summary>{kind} <span" in text
-    assert f"{len(state['objects'])} objects, {len(state['relations'])} relations" in text
-    assert "<b>contradicts</b>" in text and "claim:10" in text
+    view = tabs.views["Graph"]
+    assert isinstance(view, GraphView)
+    state = thaw(run.state_at(len(run) - 1))
+    objects, relations = state["objects"], state["relations"]
+    fig = view.figure
+    nodes = [t for t in fig.data if (t.meta or {}).get("role") == "nodes"]
+    drawn = [i for t in nodes for i in t.customdata]
+    assert sorted(drawn) == sorted(objects)  # one node per object
+    assert {t.meta["kind"] for t in nodes} == {o["kind"] for o in objects.values()}  # a colour per kind
+    assert len({t.marker.color for t in nodes}) == len(nodes)
+    [edges] = [t for t in fig.data if (t.meta or {}).get("role") == "edges"]
+    assert len(edges.x) == 3 * len(relations)  # one line per relation (x0, x1, gap)
+    assert fig.layout.meta["agentlog"]["kinds"][0] == "company"  # columns in the order they were made
+    # a click on a node shows its provenance: the creating event and its cause chain
+    claim = objects["claim:10"]
+    view.select("claim:10")
+    seq = claim["provenance"]["event"]
+    assert f"<code>seq {seq:,}</code> <b>{run.event(seq).type}</b>" in view.provenance_html
+    cause = run.event(seq).caused_by
+    assert cause is not None and f"<code>seq {cause:,}</code>" in view.provenance_html
+    # the graph as of the scrubber's event
+    tabs.selected_index = 2  # Scrub: the graph follows it from now on
+    scrub = tabs.views["Scrub"]
+    scrub._parts().slider.value = 10
+    assert view.seq == 10 and len(view.nodes) < len(objects)
 
 
 def test_graph_html_escapes_payload_text() -> None:

@@ -15,6 +15,8 @@ from _wf_synth import T0, StepClock, span_run
 from plotly.callbacks import Points
 
 import agentlog as al
+from agentlog.widgets.numbers import fmt_ms
+from agentlog.widgets.timeline import MIN_BAR, Break, axis_position
 from agentlog.widgets.waterfall import (
     CUSTOM,
     ERROR_COLOR,
@@ -40,16 +42,26 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 def span_bars(fig: go.Figure) -> pd.DataFrame:
     """Every individual span bar of the figure: span_id, trace name, start, end, text, line."""
+    labels = {}
+    for trace in fig.data:
+        if (trace.meta or {}).get("role") == "labels":
+            labels.update({float(y): t.strip() for y, t in zip(trace.y, trace.text, strict=True)})
     rows = []
     for trace in fig.data:
-        if trace.type != "bar" or (trace.meta or {}).get("aggregated"):
+        if trace.type != "bar" or (trace.meta or {}).get("aggregated") or (trace.meta or {}).get("role"):
             continue
         widths = np.broadcast_to(np.asarray(trace.marker.line.width, dtype=float), (len(trace.x),))
         for k, custom in enumerate(trace.customdata):
             rows.append({"span_id": custom[0], "trace": trace.name, "start": trace.base[k],
-                         "end": trace.base[k] + trace.x[k], "y": trace.y[k], "text": trace.text[k],
+                         "end": trace.base[k] + trace.x[k], "y": trace.y[k],
+                         "text": labels.get(float(trace.y[k]), ""),
                          "line_width": widths[k], "custom": dict(zip(CUSTOM, custom, strict=True))})
     return pd.DataFrame(rows)
+
+
+def min_width(fig: go.Figure) -> float:
+    lo, hi = fig.layout.xaxis.range
+    return MIN_BAR * (hi - lo)
 
 
 def seconds(fig: go.Figure) -> float:
@@ -62,11 +74,13 @@ def expected_times(run: Any, spans: pd.DataFrame, fig: go.Figure) -> pd.DataFram
     ts = run.events["ts"]
     t0, scale = ts.min(), seconds(fig)
 
+    breaks = [Break(*b) for b in fig.layout.meta["agentlog"]["breaks"]]
+
     def axis(times: pd.Series) -> pd.Series:
         if run.fork_seq is not None:
             cut, first = ts.iloc[run.fork_seq], ts.iloc[run.fork_seq + 1]
             times = times.where(times <= cut, times - (first - cut))
-        return (times - t0).dt.total_seconds() / scale
+        return pd.Series(axis_position((times - t0).dt.total_seconds(), breaks) / scale, index=times.index)
 
     return pd.DataFrame({"span_id": spans["span_id"].astype(str),
                          "start": axis(spans["start"]), "end": axis(spans["end"]),
@@ -87,7 +101,7 @@ def test_one_bar_per_span_at_its_times_in_its_kind(samples: Any, run_id: str) ->
     want = expected_times(run, spans, fig).set_index("span_id")
     got = bars.set_index("span_id").loc[want.index]
     np.testing.assert_allclose(got["start"], want["start"], atol=1e-6)
-    np.testing.assert_allclose(got["end"], want["end"], atol=1e-6)
+    np.testing.assert_allclose(got["end"], np.maximum(want["end"], want["start"] + min_width(fig)), atol=1e-6)
     assert (got["trace"] == want["group"]).all()
     # one row per span, in start order: row k is the k-th span
     assert list(bars.sort_values("y")["span_id"]) == list(spans["span_id"])
@@ -108,10 +122,9 @@ def test_rows_are_indented_by_depth(samples: Any) -> None:
 
 def test_kinds_of_the_sample_runs_get_their_own_colours(samples: Any) -> None:
     fig = waterfall_figure(samples.run("jobhunt-0001"))
-    names = {t.name for t in fig.data if t.type == "bar"}
-    assert names == {"agent", "llm", "tool", "http"}
-    colors = {t.marker.color for t in fig.data if t.type == "bar"}
-    assert len(colors) == 4
+    bars = [t for t in fig.data if t.type == "bar" and not (t.meta or {}).get("role")]
+    assert {t.name for t in bars} == {"agent", "llm", "tool", "http"}
+    assert len({t.marker.color for t in bars}) == 4
 
 
 def test_error_spans_are_outlined_and_crossed(synth: Any) -> None:
@@ -207,7 +220,7 @@ def test_aggregates_above_max_bars_and_says_so(synth: Any) -> None:
     fig = waterfall_figure(run, max_bars=500)
     meta = fig.layout.meta["agentlog"]
     assert meta["aggregated"] and meta["spans"] == 3001
-    drawn = sum(len(t.x) for t in fig.data if t.type == "bar")
+    drawn = sum(len(t.x) for t in fig.data if t.type == "bar" and (t.meta or {}).get("role") != "rows")
     assert drawn == meta["bars"] <= 500
     note = fig.layout.title.subtitle.text
     assert note.startswith("3,001 spans; showing") and "aggregated bars" in note and "zoom in" in note
@@ -218,11 +231,11 @@ def test_aggregates_above_max_bars_and_says_so(synth: Any) -> None:
     assert single + sum(lane_counts) == 3001
     # the whole run is covered
     want = expected_times(run, spans, fig)
-    bars = [t for t in fig.data if t.type == "bar"]
+    bars = [t for t in fig.data if t.type == "bar" and (t.meta or {}).get("role") != "rows"]
     lo = min(float(np.min(t.base)) for t in bars)
     hi = max(float(np.max(np.asarray(t.base) + np.asarray(t.x))) for t in bars)
     assert lo == pytest.approx(want["start"].min(), abs=1e-9)
-    assert hi == pytest.approx(want["end"].max(), rel=1e-9)
+    assert hi == pytest.approx(want["end"].max(), rel=1e-3)
     assert fig.layout.xaxis.range[0] <= lo and fig.layout.xaxis.range[1] >= hi
     # every failed span keeps its cross
     crosses = [t for t in fig.data if t.name == "error" and t.type == "scatter"]
@@ -275,7 +288,8 @@ def test_widget_click_selects_the_span(samples: Any) -> None:
     w = Waterfall(run)
     box = w.widget()
     assert w.widget() is box
-    fw, panel = box.children
+    fw, below = box.children
+    tree, panel = below.children
     assert isinstance(fw, go.FigureWidget)
     assert "Click a bar" in panel.value
     trace = next(t for t in fw.data if t.name == "tool")
@@ -284,7 +298,10 @@ def test_widget_click_selects_the_span(samples: Any) -> None:
     assert w.selected == sid
     assert panel.value == w.events_html
     assert event_seqs(panel.value)
-    assert len(fw.layout.shapes) == 1  # the highlight around the clicked bar
+    assert len([sh for sh in fw.layout.shapes if sh.name == "selected"]) == 1  # the clicked row
+    assert tree.selected == sid  # the tree follows the figure
+    tree.selected = "s1"  # ... and the figure the tree
+    assert w.selected == "s1" and "call_model" in panel.value
 
 
 def test_outside_a_kernel_it_shows_the_plain_figure(samples: Any) -> None:
@@ -315,8 +332,52 @@ def test_a_fork_made_later_is_drawn_without_the_pause(tmp_path: Any) -> None:
     with store.create_run(run_id="f", fork_of=("p", 1), clock=lambda: now[0], durability="none") as w:
         span(w, "c", 1e7, 1e7 + 3.0)        # made ~116 days after the parent's cut
     fig = waterfall_figure(store.run("f"))
-    ends = [x for t in fig.data for x, base in zip(t.x, t.base, strict=True) for x in [x + base]]
-    assert max(ends) == pytest.approx(5.0)  # 2 s of the parent, then the fork's 3 s: no pause
+    ends = [x + base for t in fig.data if t.type == "bar" and (t.meta or {}).get("role") != "rows"
+            for x, base in zip(t.x, t.base, strict=True)]
+    # 2 s of the parent, then the fork's 3 s: no pause (the 1 s between a and b is kept as is)
+    assert max(ends) == pytest.approx(5.0)
     assert fig.layout.xaxis.range[1] < 10
     [note] = [a.text for a in fig.layout.annotations]
     assert note == "fork after seq 1, made 116 days later"
+
+
+def test_a_wait_for_approval_is_a_labelled_break(samples: Any) -> None:
+    run = samples.run("sre-0001")
+    fig = waterfall_figure(run)
+    [brk] = fig.layout.meta["agentlog"]["breaks"]
+    events = run.events
+    request = events.loc[events["type"] == "approval.requested", "ts"].iloc[0]
+    decision = events.loc[events["type"] == "approval.granted", "ts"].iloc[0]
+    wait = (decision - request).total_seconds()
+    start, end, _x, width, label = brk
+    assert end - start >= wait - 1  # the whole wait (and the idle edges around it) is the break
+    assert label == f"‖ {fmt_ms((end - start) * 1000)} waiting for approval"
+    assert width < 0.1 * fig.layout.xaxis.range[1]  # compressed: the work keeps its scale
+    assert [a.text for a in fig.layout.annotations if a.name == "break"] == [label]
+    # every bar is at least MIN_BAR of the axis wide, and wider than 2% of the axis on average
+    bars = span_bars(fig)
+    widths = bars["end"] - bars["start"]
+    assert widths.min() >= min_width(fig) - 1e-9
+    lo, hi = fig.layout.xaxis.range
+    assert widths.median() > 0.02 * (hi - lo)
+    # ticks give the real time on both sides of the break
+    assert fig.layout.xaxis.ticktext[0] == "0 s" and any(":" in t for t in fig.layout.xaxis.ticktext)
+
+
+def test_every_row_is_a_click_target(samples: Any) -> None:
+    fig = waterfall_figure(samples.run("jobhunt-0001"))
+    [rows] = [t for t in fig.data if (t.meta or {}).get("role") == "rows"]
+    assert fig.data[0] is rows  # under the bars
+    bars = span_bars(fig).sort_values("y")
+    assert [c[0] for c in rows.customdata] == list(bars["span_id"])
+    lo, hi = fig.layout.xaxis.range
+    assert all(b == lo and b + x == pytest.approx(hi) for b, x in zip(rows.base, rows.x, strict=True))
+
+
+def test_labels_stay_inside_the_plot(samples: Any) -> None:
+    fig = waterfall_figure(samples.run("sre-0001"))
+    [labels] = [t for t in fig.data if (t.meta or {}).get("role") == "labels"]
+    lo, hi = fig.layout.xaxis.range
+    for x, pos in zip(labels.x, labels.textposition, strict=True):
+        # text to the right starts left of 62 % of the axis; near the edge it goes left of the bar
+        assert (pos == "middle right" and x <= lo + 0.62 * (hi - lo)) or pos == "middle left" or x < hi

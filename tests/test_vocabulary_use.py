@@ -1,9 +1,10 @@
-"""No payload key is spelled by hand in the capture layer, the reducers, the edits or the examples.
+"""No payload key of an agentlog event is spelled by hand anywhere in the package.
 
 Events are built from the body classes of :mod:`agentlog.events` and read through
 ``X.of(event)`` or ``X.K.<field>``; this test walks the modules' syntax trees and fails on
 ``payload["key"]``, ``payload.get("key")`` (also through a name bound to a ``.payload``) and on
-dict literals handed to ``emit`` or ``Fact`` or bound to a name ``payload``. (The lead widens ``MODULES`` to every package.)
+dict literals handed to ``emit`` or ``Fact`` or bound to a name ``payload``. Every module is
+walked but the vocabulary itself and the few listed in ``EXEMPT``, each with its reason.
 """
 
 from __future__ import annotations
@@ -17,8 +18,15 @@ import pytest
 import agentlog
 
 ROOT = Path(agentlog.__file__).parent
-MODULES = sorted([*ROOT.glob("capture/**/*.py"), ROOT / "fold" / "reducers.py", ROOT / "edit.py",
-                  *ROOT.glob("examples/*.py")])
+#: Modules whose ``payload`` is not an agentlog event's payload, or that build raw events on purpose.
+EXEMPT = {
+    "interop/drangue.py": "reads drangue's own events, whose payload keys are drangue's format",
+    "store/payload.py": "'$blob' is the storage encoding of a blob reference, below the vocabulary",
+    "testing/strategies.py": "generates raw events for property tests, some in the old and partial "
+                             "shapes that logs of older versions and imports hold",
+}
+MODULES = sorted(p for p in ROOT.rglob("*.py")
+                 if p.relative_to(ROOT).parts[0] != "events" and str(p.relative_to(ROOT)) not in EXEMPT)
 BUILDERS = {"emit", "Fact"}
 
 
@@ -81,4 +89,5 @@ rec.emit(StatePatch(ops=[]))
 payload: dict = {"key": k}
 '''
     assert sorted(line for line, _ in spelled_keys(source)) == [3, 4, 6, 7, 9]
-    assert len(MODULES) > 20 and ROOT / "capture" / "runtime" / "loop.py" in MODULES
+    assert len(MODULES) > 100 and ROOT / "capture" / "runtime" / "loop.py" in MODULES
+    assert all((ROOT / name).is_file() for name in EXEMPT)
