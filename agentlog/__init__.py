@@ -28,7 +28,7 @@ _EXPORTS: dict[str, str] = {
     "canonical_json": "agentlog.canonical:canonical_json",
     "chain_hash": "agentlog.chain:chain_hash",
     "errors": "agentlog.errors",
-    "fold": "agentlog.fold",
+    "fold": "agentlog.folding:fold",
     "keys": "agentlog.keys",
     # record, replay, fork
     "Divergence": "agentlog.capture.divergence:Divergence",
@@ -85,17 +85,17 @@ _EXPORTS: dict[str, str] = {
     "show": "agentlog.widgets.tabs:show",
     "widgets": "agentlog.widgets",
     # fold: events -> state
-    "DeterminismReport": "agentlog.fold:DeterminismReport",
-    "Patch": "agentlog.fold:Patch",
+    "DeterminismReport": "agentlog.folding:DeterminismReport",
+    "Patch": "agentlog.folding:Patch",
     "ReducerError": "agentlog.errors:ReducerError",
-    "ReducerRegistrationWarning": "agentlog.fold:ReducerRegistrationWarning",
-    "Reducers": "agentlog.fold:Reducers",
-    "SnapshotIndex": "agentlog.fold:SnapshotIndex",
-    "State": "agentlog.fold:State",
-    "apply_patch": "agentlog.fold:apply_patch",
-    "check_determinism": "agentlog.fold:check_determinism",
-    "diff_states": "agentlog.fold:diff_states",
-    "reducer": "agentlog.fold:reducer",
+    "ReducerRegistrationWarning": "agentlog.folding:ReducerRegistrationWarning",
+    "Reducers": "agentlog.folding:Reducers",
+    "SnapshotIndex": "agentlog.folding:SnapshotIndex",
+    "State": "agentlog.folding:State",
+    "apply_patch": "agentlog.folding:apply_patch",
+    "check_determinism": "agentlog.folding:check_determinism",
+    "diff_states": "agentlog.folding:diff_states",
+    "reducer": "agentlog.folding:reducer",
     # errors most users catch
     "AgentlogError": "agentlog.errors:AgentlogError",
     "CanonicalJSONError": "agentlog.errors:CanonicalJSONError",
@@ -177,7 +177,7 @@ for _owner, _names in _ACCESSORS.items():
 del _owner, _names, _name, _target
 
 if TYPE_CHECKING:  # pragma: no cover
-    from . import edit, errors, examples, fold, interop, keys, otel, pricing, testing, widgets
+    from . import edit, errors, examples, interop, keys, otel, pricing, testing, widgets
     from .analysis.rundiff import RunDiff, diff
     from .canonical import canonical_json
     from .capture import transport
@@ -216,7 +216,7 @@ if TYPE_CHECKING:  # pragma: no cover
         UnknownModelWarning,
     )
     from .events import BlobRef, Event
-    from .fold import (
+    from .folding import (
         DeterminismReport,
         Patch,
         ReducerRegistrationWarning,
@@ -226,6 +226,7 @@ if TYPE_CHECKING:  # pragma: no cover
         apply_patch,
         check_determinism,
         diff_states,
+        fold,
         reducer,
     )
     from .otel import instrument
@@ -251,13 +252,13 @@ def _patch_html(patch: Any) -> str | None:
 
 
 def _show_patches_as_html() -> None:
-    """In IPython, draw a bare :class:`~agentlog.fold.Patch` with the views' HTML table: the
+    """In IPython, draw a bare :class:`~agentlog.folding.Patch` with the views' HTML table: the
     fold itself renders no HTML, and nothing is imported until a patch is shown."""
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
     if shell is not None:
         formatter = shell.display_formatter.formatters["text/html"]
-        formatter.for_type_by_name("agentlog.fold.patch", "Patch", _patch_html)
+        formatter.for_type_by_name("agentlog.folding.patch", "Patch", _patch_html)
 
 
 _show_patches_as_html()

@@ -38,8 +38,8 @@ from itertools import islice
 from typing import Any
 
 from agentlog.events import Event
-from agentlog.fold import Reducers, SnapshotIndex, diff_states, fold, freeze, thaw
-from agentlog.fold.engine import default_every
+from agentlog.folding import Reducers, SnapshotIndex, diff_states, fold, freeze, thaw
+from agentlog.folding.engine import default_every
 
 
 def log(*parts: Any) -> None:

@@ -48,7 +48,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from fold import generate_mixed, generate_simple
 
-from agentlog.fold import Reducers, SnapshotIndex
+from agentlog.folding import Reducers, SnapshotIndex
 from agentlog.store import Store
 from agentlog.store.checkpoints import build_checkpoints
 
@@ -80,7 +80,7 @@ def write_run(store: Store, run_id: str, events: list[Any]) -> Any:
 def open_and_fold(root: Path, name: str, events: list[Any]) -> dict[str, Any]:
     """The run ``root / name`` (written by ``write_run``, no checkpoints yet) opened fresh."""
     code = (f"import time, json\nt = time.perf_counter()\nimport agentlog as al\n"
-            f"from agentlog.fold import Reducers\nr = Reducers.standard()\nc = time.perf_counter()\n"
+            f"from agentlog.folding import Reducers\nr = Reducers.standard()\nc = time.perf_counter()\n"
             f"s = al.Store({str(root / name)!r}).run('r').state_at({len(events) - 1}, reducers=r)\n"
             f"e = time.perf_counter()\nprint(json.dumps([e - t, e - c]))")
     both = [in_fresh_process(code) for _ in range(3)]
@@ -104,7 +104,7 @@ ONE_STATE = r"""
 import json, sys, time
 t = time.perf_counter()
 import agentlog as al
-from agentlog.fold import Reducers
+from agentlog.folding import Reducers
 reducers = Reducers.standard()
 c = time.perf_counter()
 al.Store(sys.argv[1]).run("r").state_at(int(sys.argv[2]), reducers=reducers)
@@ -115,7 +115,7 @@ print(json.dumps({"call_ms": (e - c) * 1000, "imports_ms": (c - t) * 1000}))
 MEMORY = r"""
 import json, random, sys, tracemalloc
 import agentlog as al
-from agentlog.fold import Reducers, fold
+from agentlog.folding import Reducers, fold
 root, count, trials = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 rng = random.Random(5)
 tracemalloc.start()
@@ -190,7 +190,7 @@ def activegraph_side_by_side(root: Path, n: int) -> dict[str, Any]:
     ag_code = (f"import time, json\nt = time.perf_counter()\nfrom activegraph import Runtime\n"
                f"rt = Runtime.load({str(db)!r}, 'bench')\nprint(json.dumps(time.perf_counter() - t))")
     ours = (lambda k: f"import time, json\nt = time.perf_counter()\nimport agentlog as al\n"
-            f"from agentlog.fold import Reducers\n"
+            f"from agentlog.folding import Reducers\n"
             f"s = al.Store({str(root / 'ag-agentlog')!r}).run('r').state_at({k}, reducers=Reducers.standard())\n"
             f"print(json.dumps(time.perf_counter() - t))")
     ag = statistics.median(in_fresh_process(ag_code) for _ in range(3))

@@ -36,10 +36,10 @@ LAYERS: dict[str, str] = {
         agentlog.events.usage
     """,
     "fold": """
-        agentlog.fold agentlog.fold._transient
-        agentlog.fold.determinism agentlog.fold.diff agentlog.fold.engine agentlog.fold.patch
-        agentlog.fold.pointer agentlog.fold.reducers agentlog.fold.values
-        agentlog.fold.encode agentlog.fold.persistent
+        agentlog.folding agentlog.folding._transient
+        agentlog.folding.determinism agentlog.folding.diff agentlog.folding.engine agentlog.folding.patch
+        agentlog.folding.pointer agentlog.folding.reducers agentlog.folding.values
+        agentlog.folding.encode agentlog.folding.persistent
     """,
     "store": """
         agentlog.store agentlog.store._fs agentlog.store.blobs agentlog.store.gc agentlog.store.lock
@@ -233,7 +233,7 @@ def test_the_graph_finds_lazy_and_string_imports() -> None:
     targets = {t for t, _ in imports_of("agentlog.widgets")}
     assert "agentlog.widgets.waterfall" in targets  # the lazy table of agentlog.widgets
     inside = {t for t, _ in imports_of("agentlog.store.run")}
-    assert "agentlog.fold" in inside  # imported inside Run._index
+    assert "agentlog.folding" in inside  # imported inside Run._index
     assert "agentlog.analysis.rundiff" in {t for t, _ in imports_of("agentlog")}  # _EXPORTS
 
 

@@ -68,3 +68,13 @@ def test_widgets_all_lists_every_lazy_view() -> None:
     assert set(widgets.__all__) == set(widgets._VIEWS) | {"get_options", "set_options"}
     for name in widgets.__all__:
         assert getattr(widgets, name) is not None, name
+
+
+def test_fold_is_the_function_like_fork_replay_and_diff() -> None:
+    import agentlog.folding  # importing the package must not put a module in its place
+    from agentlog.events import Event
+
+    ops = [{"op": "add", "path": "/n", "value": 2}]
+    state = al.fold([Event(seq=0, type="state.patch", payload={"ops": ops})])
+    assert callable(al.fold) and al.fold is agentlog.folding.fold
+    assert dict(state["vars"]) == {"n": 2}

@@ -44,7 +44,7 @@ from .queries import field
 from .tables import event_table, summary
 
 if TYPE_CHECKING:
-    from ..fold.patch import Patch
+    from ..folding.patch import Patch
     from ..store.run import Run
 
 __all__ = ["IGNORED", "RunDiff", "diff"]
@@ -133,11 +133,11 @@ def _content(type_: str, payload: str) -> Any:
 
 
 def _change_summary(type_: str, pa_: str, pb: str) -> str:
-    from ..fold import diff_states, freeze
+    from ..folding import diff_states, freeze
     changes = diff_states(freeze(_content(type_, pa_)), freeze(_content(type_, pb))).changes
     if len(changes) > 1:  # a request's key changes with anything else in it: say what else did
         changes = tuple(c for c in changes if c.op.get("path") != f"/{_KEY}")
-    from ..fold.patch import Patch
+    from ..folding.patch import Patch
     ops = changes
     lines = str(Patch(changes[:_SUMMARY_OPS])).splitlines()
     more = len(ops) - _SUMMARY_OPS
@@ -145,7 +145,7 @@ def _change_summary(type_: str, pa_: str, pb: str) -> str:
 
 
 def _describe(type_: str, payload: str) -> str:
-    from ..fold.values import short
+    from ..folding.values import short
     value = _content(type_, payload)
     if isinstance(value, dict):
         value = {k: v for k, v in value.items() if k != _KEY}
@@ -243,7 +243,7 @@ class RunDiff(Extensible):
 
     @functools.cached_property
     def _final_states(self) -> tuple[Any, Any]:
-        from ..fold import fold
+        from ..folding import fold
         a, b, r = self.a, self.b, self._reducers
         if self.prefix == 0:
             return a.state_at(len(a) - 1, reducers=r), b.state_at(len(b) - 1, reducers=r)
@@ -255,7 +255,7 @@ class RunDiff(Extensible):
     @functools.cached_property
     def state_patch(self) -> Patch:
         """``diff_states(final state of a, final state of b)``: applying it to a's gives b's."""
-        from ..fold import diff_states
+        from ..folding import diff_states
         sa, sb = self._final_states
         return diff_states(sa, sb)
 
@@ -263,7 +263,7 @@ class RunDiff(Extensible):
     def graph(self) -> pd.DataFrame:
         """Objects and relations ``added``, ``removed`` or ``changed`` from a's final state to
         b's: columns ``what`` (object / relation), ``id``, ``change``, ``detail``."""
-        from ..fold import diff_states, thaw
+        from ..folding import diff_states, thaw
         sa, sb = self._final_states
         rows: list[tuple[str, str, str, str]] = []
         for what, key in (("object", "objects"), ("relation", "relations")):
@@ -333,7 +333,7 @@ def _no_provenance(value: Any) -> Any:
 
 
 def _short_item(value: Any) -> str:
-    from ..fold.values import short
+    from ..folding.values import short
     return short(_no_provenance(value), 100)
 
 

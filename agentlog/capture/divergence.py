@@ -87,7 +87,7 @@ class Divergence:
 
 def payload_diff(expected: Event, actual: Event) -> Any:
     """The structural diff between two payloads (needs the fold engine, imported lazily)."""
-    from ..fold import diff_states, freeze
+    from ..folding import diff_states, freeze
     return diff_states(freeze(_plain(expected.payload)), freeze(_plain(actual.payload)))
 
 

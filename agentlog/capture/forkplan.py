@@ -52,7 +52,7 @@ from ..events import (
     StatePatch,
     ToolResult,
 )
-from ..fold import apply_patch, thaw
+from ..folding import apply_patch, thaw
 from .fork import Edit, fork, patch_state, replace_input, replace_response
 from .runtime import approve, deny, resume
 

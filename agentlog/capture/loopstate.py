@@ -30,7 +30,7 @@ standard projection: ``vars``, ``messages``, ``objects``, ``relations``, ``usage
 Pure: the reducers read events and states only.
 
 >>> from agentlog.events import Event
->>> from agentlog.fold import fold
+>>> from agentlog.folding import fold
 >>> r = agent_reducers()
 >>> s = fold([Event(seq=0, type="run.started", payload={"inputs": {"ticket": 7}}),
 ...           Event(seq=1, type="tool.call", payload={"key": "k", "name": "lookup", "args": {"id": 7},
@@ -63,9 +63,9 @@ from ..events import (
     ToolCall,
     ToolResult,
 )
-from ..fold import Reducers, freeze, pmap, thaw
-from ..fold.reducers import reducer_name
-from ..fold.values import EMPTY_VECTOR, State
+from ..folding import Reducers, freeze, pmap, thaw
+from ..folding.reducers import reducer_name
+from ..folding.values import EMPTY_VECTOR, State
 
 __all__ = ["LOOP_INITIAL", "action_key", "agent_reducers", "tool_action"]
 
@@ -228,7 +228,7 @@ def agent_reducers(base: Reducers | None = None) -> Reducers:
         base: an agent's own reducer set.
 
     Returns:
-        A :class:`~agentlog.fold.Reducers` whose initial state also has ``input``, ``tools``
+        A :class:`~agentlog.folding.Reducers` whose initial state also has ``input``, ``tools``
         and ``loop``.
     """
     base = Reducers.standard() if base is None else base

@@ -181,7 +181,7 @@ class Recorder:
     @property
     def state(self) -> Any:
         """The folded state after the last event, computed lazily and incrementally."""
-        from ..fold import fold  # the fold engine is pure; imported on first use
+        from ..folding import fold  # the fold engine is pure; imported on first use
         if self._state is None or self._unfolded:
             events, self._unfolded = self._unfolded, []
             self._state = fold(events, reducers=self._reducers, initial=self._state)
@@ -212,7 +212,7 @@ class Recorder:
         Raises:
             PatchError: an op does not apply to the current state (nothing is written).
         """
-        from ..fold import apply_patch
+        from ..folding import apply_patch
         ops = [dict(op) for op in ops]
         apply_patch(self.state["vars"], ops)  # fail here, not later in every fold
         return self.emit(StatePatch(ops=ops), actor=actor)

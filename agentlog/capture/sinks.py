@@ -248,7 +248,7 @@ class WriterSink:
         of :data:`~agentlog.store.checkpoints.CLOSE_MIN` events or more (smaller runs fold in
         milliseconds). A checkpoint that cannot be written warns
         (:class:`~agentlog.errors.CheckpointWarning`); the recording goes on."""
-        from ..fold.engine import _resolve
+        from ..folding.engine import _resolve
         from ..store.checkpoints import EVERY, CheckpointWriter
         writer = self.writer
         if not hasattr(writer, "on_seal"):

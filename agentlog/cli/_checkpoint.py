@@ -28,7 +28,7 @@ def checkpoint_command(runs: tuple[str, ...], every: int, program: str | None, r
     are checked before use, and deleting them (runs/run_id=<id>/checkpoints/) loses nothing.
     Building again after a run grew folds only the new events.
     """
-    from ..fold import Reducers
+    from ..folding import Reducers
     from ..store.checkpoints import build_checkpoints, list_checkpoints
 
     reducers = Reducers.default()

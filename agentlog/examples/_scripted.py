@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..capture.runtime import CallModel, CallTool, Finish
-from ..fold import thaw
+from ..folding import thaw
 from ..keys import llm_key
 
 __all__ = ["Answer", "ChatAgent", "SampleClock", "ScriptedModel", "tokens", "tool_results"]

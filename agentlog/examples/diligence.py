@@ -38,7 +38,7 @@ from typing import Any
 
 from ..capture.runtime import CallModel, CallTool, Emit, Fact, Finish
 from ..events import ObjectCreated, ObjectUpdated, RelationCreated
-from ..fold import thaw
+from ..folding import thaw
 from ._data import read_json, texts
 from ._scripted import SampleClock, ScriptedModel
 

@@ -35,7 +35,7 @@ import httpx
 from ..capture.runtime import CallModel, CallTool, Emit, Fact, Finish
 from ..capture.transport import client
 from ..events import StatePatch
-from ..fold import thaw
+from ..folding import thaw
 from ._data import read_json
 from ._scripted import SampleClock, ScriptedModel
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..capture.runtime import Budget, Emit, Fact, Finish
 from ..events import StatePatch
-from ..fold import thaw
+from ..folding import thaw
 from ._data import read_json
 from ._scripted import Answer, ChatAgent, SampleClock, ScriptedModel, tool_results
 

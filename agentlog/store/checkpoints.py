@@ -10,7 +10,7 @@ On disk, in ``runs/run_id=<id>/checkpoints/``::
     nodes-<seq>-<fingerprint[:16]>.pack   the nodes this checkpoint added, zstd blocks
     ckpt-<seq>-<fingerprint[:16]>.json    the manifest: seq, hash, reducers, root, packs
 
-Each node of the state (:mod:`agentlog.fold.encode`) is stored once, under its SHA-256: a
+Each node of the state (:mod:`agentlog.folding.encode`) is stored once, under its SHA-256: a
 checkpoint writes only the nodes no earlier checkpoint of the run (or of its parent) holds, so
 consecutive checkpoints share every unchanged node on disk and one costs what changed. A pack
 is written (temp file, fsync, rename) before the manifest that names it, so a crash leaves at
@@ -39,12 +39,12 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, NoReturn
 
 from ..errors import CheckpointError, CheckpointWarning
 from ..events import BlobRef
-from ..fold.encode import INLINE, encode, fill, make_shell, referenced
-from ..fold.persistent import PMap
+from ..folding.encode import INLINE, encode, fill, make_shell, referenced
+from ..folding.persistent import PMap
 from ._fs import fsync_dir, temp_name, write_atomic
 
 if TYPE_CHECKING:
-    from ..fold import Reducers
+    from ..folding import Reducers
     from .run import Run
 
 __all__ = ["CHECKPOINTS", "CLOSE_MIN", "EVERY", "FORMAT", "Checkpoint", "CheckpointWriter", "Named", "NodeReader",
@@ -327,7 +327,7 @@ def _block_table(data: bytes, where: str) -> list[tuple[int, int, int]]:
 
 
 class _PackSink:
-    """The sink :func:`agentlog.fold.encode.encode` writes a checkpoint's new nodes into."""
+    """The sink :func:`agentlog.folding.encode.encode` writes a checkpoint's new nodes into."""
 
     def __init__(self, reader: NodeReader, path: Path, rel: str) -> None:
         self.reader, self.path, self.rel = reader, path, rel
@@ -611,7 +611,7 @@ def build_checkpoints(run: Run, reducers: Reducers, *, every: int | None = None,
     Returns:
         The manifests written.
     """
-    from ..fold.engine import _drive
+    from ..folding.engine import _drive
 
     every = every or EVERY
     count = len(run)
@@ -661,8 +661,8 @@ def iter_packs(run_dir: Path) -> Iterator[Path]:
 
 
 class StoredStates:
-    """``stored(n)`` for a run's :class:`~agentlog.fold.SnapshotIndex`: the nearest usable
-    checkpoint at or before ``n`` for one reducer set (see :data:`agentlog.fold.engine.StoredFn`).
+    """``stored(n)`` for a run's :class:`~agentlog.folding.SnapshotIndex`: the nearest usable
+    checkpoint at or before ``n`` for one reducer set (see :data:`agentlog.folding.engine.StoredFn`).
 
     Lists the checkpoints by file name and reads the manifest of the one it picks (not every
     manifest), checks its chain hash against the run's hash column, and keeps the last few

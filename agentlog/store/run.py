@@ -310,13 +310,13 @@ class Run(Extensible):
         self._last_verify = verify_run(self)
         return self._last_verify
 
-    # --- state: a fold over the log (the shell feeds events; agentlog.fold folds) ------------
+    # --- state: a fold over the log (the shell feeds events; agentlog.folding folds) ------------
 
     def _index(self, reducers: Any) -> Any:
         """The snapshot index for a reducer set, made once and extended as the run grows; it
         starts from the run's checkpoints for that set (:mod:`.checkpoints`)."""
-        from ..fold import SnapshotIndex
-        from ..fold.engine import _resolve
+        from ..folding import SnapshotIndex
+        from ..folding.engine import _resolve
         from .checkpoints import StoredStates
         key = id(reducers)
         held = self._indexes.get(key)
@@ -345,7 +345,7 @@ class Run(Extensible):
 
         Args:
             n: a seq of this run, or ``-1`` for the state before the first event.
-            reducers: a :class:`~agentlog.fold.Reducers` set (default: the default projection).
+            reducers: a :class:`~agentlog.folding.Reducers` set (default: the default projection).
         """
         from ..errors import CheckpointError, ReducerError
         for _ in range(8):
@@ -371,7 +371,7 @@ class Run(Extensible):
 
     def check_determinism(self, reducers: Any = None) -> Any:
         """Fold twice (in one pass and through snapshots) and report the first difference."""
-        from ..fold import check_determinism
+        from ..folding import check_determinism
         return check_determinism(self, reducers)
 
     # --- tables and views: attached from the layers above (agentlog.accessors) -----------------

@@ -4,7 +4,7 @@ Use them to test your own reducers the way agentlog tests its own: for example, 
 reducer is deterministic, or that ``SnapshotIndex.at(n)`` equals a fold from scratch.
 
 >>> from hypothesis import given, settings
->>> from agentlog.fold import check_determinism
+>>> from agentlog.folding import check_determinism
 >>> @settings(max_examples=25, deadline=None)
 ... @given(event_runs(max_events=10))
 ... def test_default_reducers_are_deterministic(events):
@@ -44,8 +44,8 @@ from ..events import (
     TOOL_RESULT,
     Event,
 )
-from ..fold.pointer import format_pointer
-from ..fold.values import freeze
+from ..folding.pointer import format_pointer
+from ..folding.values import freeze
 
 __all__ = ["apply_plain", "docs_and_patches", "event_runs", "json_keys", "json_objects",
            "json_scalars", "json_values", "patch_ops", "states"]
@@ -114,7 +114,7 @@ def apply_plain(doc: Any, op: dict[str, Any]) -> Any:
     A small reference for generating valid op sequences; it trusts the op to be valid.
     """
     doc = copy.deepcopy(doc)
-    from ..fold.pointer import parse_pointer
+    from ..folding.pointer import parse_pointer
 
     def put(root: Any, tokens: tuple[str, ...], value: Any) -> Any:
         if not tokens:

@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, overload
 
-from ..fold import Patch, SnapshotIndex, State, diff_states
-from ..fold.values import short
+from ..folding import Patch, SnapshotIndex, State, diff_states
+from ..folding.values import short
 from ._kernel import KernelView
 from .html import esc as _e
 from .html import grid, header, obj_repr, section, sections, table
@@ -122,7 +122,7 @@ def _int_moves(a: Any, b: Any) -> dict[str, int] | None:
     """The integer fields that moved between two payloads, ``{path: new - old}``; ``None`` if
     anything else differs."""
     from ..analysis.rundiff import IGNORED
-    from ..fold import freeze
+    from ..folding import freeze
     if not isinstance(a, dict) or not isinstance(b, dict):
         return None
     a = {k: v for k, v in a.items() if k not in IGNORED}

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..fold import thaw
+from ..folding import thaw
 from .html import cut
 from .html import esc as _e
 

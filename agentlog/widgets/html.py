@@ -33,7 +33,7 @@ from .options import OPTIONS
 
 if TYPE_CHECKING:
     from ..analysis.rundiff import RunDiff
-    from ..fold.patch import Patch
+    from ..folding.patch import Patch
     from ..store.run import Run
     from ..store.store import Store
     from ..store.verify import VerifyReport
@@ -340,16 +340,16 @@ PATCH_CELL: Final = 120   # characters of a value in a patch row
 
 
 def patch_html(patch: Patch) -> str:
-    """A :class:`~agentlog.fold.Patch` as an escaped HTML table: one row per op (sign, path,
+    """A :class:`~agentlog.folding.Patch` as an escaped HTML table: one row per op (sign, path,
     value and the value it overwrote), cut after :data:`ROW_LIMIT` rows with a count, and the
     text lines in a folded ``<details>``.
 
-    >>> from agentlog.fold import Change, Patch
+    >>> from agentlog.folding import Change, Patch
     >>> page = patch_html(Patch([Change({"op": "replace", "path": "/a", "value": "<b>"}, old=1)]))
     >>> "&lt;b&gt;" in page and "<b>" not in page and "Patch · 1 op" in page
     True
     """
-    from ..fold.patch import parts
+    from ..folding.patch import parts
     n = len(patch)
     rows = []
     for change in patch.changes[:ROW_LIMIT]:
@@ -365,7 +365,7 @@ def patch_html(patch: Patch) -> str:
 
 
 def patch_repr(patch: Patch) -> str | None:
-    """How a bare :class:`~agentlog.fold.Patch` shows in a notebook (``None``: as text)."""
+    """How a bare :class:`~agentlog.folding.Patch` shows in a notebook (``None``: as text)."""
     if OPTIONS["display"] != "html":
         return None
     return patch_html(patch)

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import EventNotFoundError
 from ..events import Event
-from ..fold import Patch, Reducers, State, diff_states, fold
+from ..folding import Patch, Reducers, State, diff_states, fold
 from ._kernel import KernelView
 from .chat import event_view_html
 from .html import esc as _e
@@ -124,7 +124,7 @@ def _op_value(value: Any, path: str) -> str:
     key = path.rsplit("/", 1)[-1]
     if isinstance(value, (dict, list)) or hasattr(value, "items") or (
             hasattr(value, "__len__") and not isinstance(value, str)):
-        from ..fold.values import short
+        from ..folding.values import short
         return short(value, 160)
     return fmt_scalar(value, key)
 
@@ -134,7 +134,7 @@ def patch_table_html(patch: Any) -> str:
     numbers at a readable precision, money by ``fmt_usd`` (escaped)."""
     if not len(patch):
         return '<div class="al-muted">nothing: this event left the state as it was</div>'
-    from ..fold.patch import NO_VALUE
+    from ..folding.patch import NO_VALUE
 
     rows = []
     for change in patch.changes:

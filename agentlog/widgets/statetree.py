@@ -1,8 +1,8 @@
 """A fold state as a collapsible HTML tree, with the paths a patch changed highlighted.
 
 :func:`render_state` turns a state (``PMap`` / ``PVector`` / scalars / blob references) into
-nested ``<details>`` elements. The paths a :class:`~agentlog.fold.Patch` changed (RFC 6901
-pointers, as :func:`~agentlog.fold.diff_states` writes them) are marked: the changed node
+nested ``<details>`` elements. The paths a :class:`~agentlog.folding.Patch` changed (RFC 6901
+pointers, as :func:`~agentlog.folding.diff_states` writes them) are marked: the changed node
 gets the class ``al-st-hl``, and every node above it is open and gets ``al-st-path``.
 Everything else starts folded below the root.
 
@@ -19,7 +19,7 @@ milliseconds:
 Every key and value goes through :func:`html.escape`. Pure: state and patch in, HTML out
 (a blob preview reads the blob through its reference, and only when it is small).
 
->>> from agentlog.fold import apply_patch, diff_states, freeze
+>>> from agentlog.folding import apply_patch, diff_states, freeze
 >>> a = freeze({"vars": {"a/b": 1, "n": [1, 2]}, "status": "<ok>"})
 >>> b = apply_patch(a, [{"op": "replace", "path": "/vars/a~1b", "value": 2}])
 >>> patch = diff_states(a, b)
@@ -37,7 +37,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from ..fold.pointer import escape_token, parse_pointer
+from ..folding.pointer import escape_token, parse_pointer
 from .html import esc as _e
 from .numbers import fmt_scalar
 
@@ -75,7 +75,7 @@ def highlighted_paths(patch: Iterable[Any] | None) -> list[str]:
     """The pointers a patch changes, in order, each once: what the tree highlights.
 
     Args:
-        patch: a :class:`~agentlog.fold.Patch` (or a list of op mappings), a list of pointer
+        patch: a :class:`~agentlog.folding.Patch` (or a list of op mappings), a list of pointer
             strings, or ``None``.
 
     Returns:
@@ -162,7 +162,7 @@ def marked_paths(state: Any, patch: Iterable[Any] | None) -> list[str]:
     Paths that no longer exist (a removed key) mark nothing themselves; their parent is
     open and marked as on a path.
 
-    >>> from agentlog.fold import freeze
+    >>> from agentlog.folding import freeze
     >>> marked_paths(freeze({"log": [1, 2], "x~y": 1}), ["/log/-", "/x~0y", "/gone"])
     ['/log/1', '/x~0y']
     """
@@ -370,7 +370,7 @@ def render_state(state: Any, patch: Iterable[Any] | None = None, *, label: str =
 
     Args:
         state: a fold state, or any frozen (or plain) JSON value.
-        patch: what to highlight: a :class:`~agentlog.fold.Patch`, op mappings, pointer
+        patch: what to highlight: a :class:`~agentlog.folding.Patch`, op mappings, pointer
             strings, or ``None``.
         label: the root's label.
         max_children: children shown per node before "… and K more" (highlighted ones are

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import ipywidgets as widgets
 
-from ..fold import thaw
+from ..folding import thaw
 from ._kernel import as_widget
 from .costdash import CostDashboard
 from .html import cut, obj_repr

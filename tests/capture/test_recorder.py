@@ -10,7 +10,7 @@ from _record_programs import MODEL, Tools, decide
 
 import agentlog as al
 from agentlog.errors import ToolError
-from agentlog.fold import thaw
+from agentlog.folding import thaw
 from agentlog.testing.fakes import FakeLLM
 
 

@@ -16,7 +16,7 @@ from agentlog.canonical import canonical_json
 from agentlog.chain import chain_hash
 from agentlog.errors import CanonicalJSONError
 from agentlog.events import BlobRef
-from agentlog.fold import pmap, pvector
+from agentlog.folding import pmap, pvector
 from agentlog.testing.strategies import json_values
 
 GOLDEN = json.loads((Path(__file__).parents[1] / "golden" / "canonical.json").read_text("utf-8"))

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentlog.errors import PatchError
-from agentlog.fold import (
+from agentlog.folding import (
     Reducers,
     SnapshotIndex,
     apply_patch,
@@ -27,7 +27,7 @@ from agentlog.fold import (
     same_value,
     thaw,
 )
-from agentlog.fold.engine import _step
+from agentlog.folding.engine import _step
 from agentlog.testing.strategies import docs_and_patches, event_runs, json_values, patch_ops, states
 
 STANDARD = Reducers.standard()

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import agentlog as al
-from agentlog.fold import thaw
+from agentlog.folding import thaw
 from agentlog.testing.fakes import FakeLLM
 
 MODEL = "gpt-4o-mini"  # priced in genai-prices, so costs are known

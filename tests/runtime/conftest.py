@@ -28,7 +28,7 @@ def children() -> Any:
         pytest.fail("the crash tests need a POSIX system")
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["agentlog", "agentlog.capture.runtime", "agentlog.store",
-                                "agentlog.fold", "agentlog.testing.fakes", "_runtime_helpers",
+                                "agentlog.folding", "agentlog.testing.fakes", "_runtime_helpers",
                                 "_forkserver_warm"])
     # The server imports the preload list with the environment's sys.path, not this process's
     # (and skips what it cannot import): give it this folder while it starts.

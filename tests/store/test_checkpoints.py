@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from agentlog.errors import CheckpointWarning
 from agentlog.events import Event
-from agentlog.fold import Reducers, fold, same_value, thaw
+from agentlog.folding import Reducers, fold, same_value, thaw
 from agentlog.store import Store
 from agentlog.store.checkpoints import build_checkpoints, list_checkpoints
 from agentlog.testing.strategies import docs_and_patches
@@ -148,7 +148,7 @@ def test_deleting_every_checkpoint_loses_nothing(tmp_path: Path) -> None:
 KILLER = r"""
 import os, sys
 from agentlog.store import Store
-from agentlog.fold import Reducers
+from agentlog.folding import Reducers
 from agentlog.store import checkpoints
 store = Store(sys.argv[1])
 run = store.run("g")
@@ -232,7 +232,7 @@ def test_the_checkpoint_command(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 def entries_compared_between_parent_and_fork(root: Path, notes: int, monkeypatch: pytest.MonkeyPatch
                                              ) -> tuple[int, Any, Any]:
-    from agentlog.fold import diff_states, persistent
+    from agentlog.folding import diff_states, persistent
 
     store = Store(root)
     parent = patch_run(store, "p", growing(notes), segment_events=100_000)
@@ -262,7 +262,7 @@ def test_a_parent_and_its_fork_diff_by_hash_across_processes(tmp_path: Path,
     """States read from checkpoints carry their nodes' digests: diff_states skips every subtree
     whose digest is the same on both sides, though no node object is shared: the entries it
     compares are those of the leaf that changed, whatever the size of the state."""
-    from agentlog.fold import diff_states, freeze
+    from agentlog.folding import diff_states, freeze
 
     small, (a, b), patch = entries_compared_between_parent_and_fork(tmp_path / "s", 3000, monkeypatch)
     big, _, _ = entries_compared_between_parent_and_fork(tmp_path / "b", 12000, monkeypatch)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import agentlog as al
-from agentlog.fold import diff_states
+from agentlog.folding import diff_states
 from agentlog.widgets.diffview import DiffView
 from agentlog.widgets.html import fmt_num, fmt_usd
 

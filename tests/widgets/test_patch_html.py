@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from agentlog.fold import Change, Patch
+from agentlog.folding import Change, Patch
 from agentlog.widgets.html import patch_html
 
 
@@ -33,7 +33,7 @@ def test_a_bare_patch_shows_as_html_in_ipython() -> None:
         "from IPython.core.interactiveshell import InteractiveShell\n"
         "shell = InteractiveShell.instance()\n"
         "import agentlog as al\n"
-        "from agentlog.fold import diff_states, freeze\n"
+        "from agentlog.folding import diff_states, freeze\n"
         "patch = diff_states(freeze({'a': 1}), freeze({'a': '<b>'}))\n"
         "data, _ = shell.display_formatter.format(patch)\n"
         "print(sorted(data)); print(data['text/html']); print(data['text/plain'])\n"

@@ -11,7 +11,7 @@ import pytest
 
 import agentlog as al
 from agentlog.errors import EventNotFoundError
-from agentlog.fold import diff_states
+from agentlog.folding import diff_states
 from agentlog.widgets.scrubber import Scrubber
 
 

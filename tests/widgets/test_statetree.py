@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agentlog.events import BlobRef
-from agentlog.fold import apply_patch, diff_states, freeze
+from agentlog.folding import apply_patch, diff_states, freeze
 from agentlog.widgets.statetree import highlighted_paths, marked_paths, render_state
 
 _LI = re.compile(r'<li class="(al-st-hl|al-st-path)" data-path="([^"]*)"')

@@ -53,7 +53,7 @@ def test_cost_tab(store: Any) -> None:
 
 
 def test_graph_tab_draws_nodes_and_links_with_provenance(store: Any) -> None:
-    from agentlog.fold import thaw
+    from agentlog.folding import thaw
     from agentlog.widgets.graph import GraphView
     run = store.run("diligence-0001")
     tabs = al.show(run, tab="Graph")

@@ -10,7 +10,7 @@ from typing import Any
 
 from ...errors import ApprovalError
 from ...events import ApprovalDenied, ApprovalGranted, Event
-from ...fold import Reducers
+from ...folding import Reducers
 from .start import open_run
 
 __all__ = ["approve", "deny"]

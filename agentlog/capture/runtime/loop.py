@@ -22,7 +22,7 @@ from ...events import (
     ToolCall,
     ToolResult,
 )
-from ...fold import Reducers, fold, thaw
+from ...folding import Reducers, fold, thaw
 from ..lifecycle import Stopped
 from ..loopstate import action_key, agent_reducers
 from ..recorder import Recorder, error_text, takes_idempotency_key

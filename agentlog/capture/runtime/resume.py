@@ -19,7 +19,7 @@ from typing import Any
 
 from ...errors import AgentError
 from ...events import INTERRUPTED, Event, RunFailed, SpanEnded, SpanStarted
-from ...fold import thaw
+from ...folding import thaw
 from ..recorder import Recorder
 from ..replay import recorded_inputs
 from ..sinks import RESPONSE_TYPES, ResponseCache, answer_kind

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentlog.fold.persistent import (
+from agentlog.folding.persistent import (
     DELETED,
     PMap,
     PVector,

@@ -3,7 +3,7 @@
 The walk skips every pair of subtrees that are the same object, so diffing two nearby
 states of a fold costs what changed between them, not the size of the state:
 
-- **Maps**: the two trees are walked side by side (:func:`~agentlog.fold.persistent.map_changed_keys`)
+- **Maps**: the two trees are walked side by side (:func:`~agentlog.folding.persistent.map_changed_keys`)
   and every subtree that is the same node on both sides, or has the same content digest, is
   skipped, so only keys in nodes that differ are looked at. A map's shape depends only on its
   keys, so this works for any two maps: made by one fold, by two processes, or loaded from
@@ -50,11 +50,11 @@ def diff_states(a: Any, b: Any) -> Patch:
         b: another.
 
     Returns:
-        A :class:`~agentlog.fold.patch.Patch` of RFC 6902 ops such that
+        A :class:`~agentlog.folding.patch.Patch` of RFC 6902 ops such that
         ``apply_patch(a, patch) == b``; ``patch.changes`` pairs each ``replace``/``remove``
         with the value it overwrites. Empty when they are equal.
 
-    >>> from agentlog.fold.values import freeze
+    >>> from agentlog.folding.values import freeze
     >>> a = freeze({"vars": {"x": 1, "y": 3}, "log": ["a"]})
     >>> b = freeze({"vars": {"x": 2, "z": True}, "log": ["a", "b"]})
     >>> print(diff_states(a, b))

@@ -3,11 +3,11 @@
 :func:`fold` runs each event's reducers in order. One thing makes long folds fast without
 changing a single result, **the ``state.patch`` fast path**: When ``state.patch`` is handled by the standard
   reducer alone, consecutive patch events are applied to one transient overlay of
-  ``vars`` (see :mod:`agentlog.fold._transient`) and committed only when a state must
+  ``vars`` (see :mod:`agentlog.folding._transient`) and committed only when a state must
   exist: at a snapshot, before another reducer runs, at the end. A patch event then costs
   its ops at ``dict`` speed, and the commit costs the keys changed since the last one. The
   code that applies the ops is the one ``apply_patch`` uses, so results and errors match the
-  one-event-at-a-time path exactly (:func:`~agentlog.fold.determinism.check_determinism`
+  one-event-at-a-time path exactly (:func:`~agentlog.folding.determinism.check_determinism`
   compares the two).
 
 The fold touches nothing outside its arguments and leaves nothing behind: no cache that
@@ -236,7 +236,7 @@ def fold(events: Iterable[Event], reducers: Reducers | Mapping[str, Any] | None 
 
     Args:
         events: the events, in seq order.
-        reducers: a :class:`~agentlog.fold.reducers.Reducers` set, or a mapping of type to
+        reducers: a :class:`~agentlog.folding.reducers.Reducers` set, or a mapping of type to
             reducer(s) (only those run, from an empty state); ``Reducers.default()`` when None.
         initial: the state to start from; the reducers' initial state when None.
 

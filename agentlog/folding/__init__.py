@@ -1,19 +1,19 @@
 """The fold engine: the pure core that turns events into state.
 
-- :mod:`~agentlog.fold.persistent`: ``PMap`` and ``PVector``, the persistent map and vector
+- :mod:`~agentlog.folding.persistent`: ``PMap`` and ``PVector``, the persistent map and vector
   a state is made of (pyrsistent's API; one shape per content; nodes loaded on demand);
-- :mod:`~agentlog.fold.values`: ``State``, ``freeze``/``thaw``, JSON equality;
-- :mod:`~agentlog.fold.pointer` and :mod:`~agentlog.fold.patch`: RFC 6901 pointers, RFC 6902
+- :mod:`~agentlog.folding.values`: ``State``, ``freeze``/``thaw``, JSON equality;
+- :mod:`~agentlog.folding.pointer` and :mod:`~agentlog.folding.patch`: RFC 6901 pointers, RFC 6902
   ``apply_patch`` on persistent states, the ``Patch`` value (RFC 6902 ops, each ``Change``
   keeping the value it overwrote beside the op);
-- :mod:`~agentlog.fold.diff`: ``diff_states``;
-- :mod:`~agentlog.fold.reducers`: ``Reducers``, ``@reducer`` and the default projection;
-- :mod:`~agentlog.fold.engine`: ``fold`` and ``SnapshotIndex``;
-- :mod:`~agentlog.fold.determinism`: ``check_determinism``.
+- :mod:`~agentlog.folding.diff`: ``diff_states``;
+- :mod:`~agentlog.folding.reducers`: ``Reducers``, ``@reducer`` and the default projection;
+- :mod:`~agentlog.folding.engine`: ``fold`` and ``SnapshotIndex``;
+- :mod:`~agentlog.folding.determinism`: ``check_determinism``.
 
 Pure: no I/O, no clock, and no pyarrow, pandas or widgets (a test checks the imports).
 
->>> from agentlog.fold import apply_patch, diff_states, freeze
+>>> from agentlog.folding import apply_patch, diff_states, freeze
 >>> a = freeze({"plan": []})
 >>> b = apply_patch(a, [{"op": "add", "path": "/plan/-", "value": "look"}])
 >>> print(diff_states(a, b))

@@ -1,6 +1,6 @@
 """A state as content-addressed nodes: the canonical encoding of each node, and its digest.
 
-Every :class:`~agentlog.fold.persistent.PMap` and :class:`~agentlog.fold.persistent.PVector`
+Every :class:`~agentlog.folding.persistent.PMap` and :class:`~agentlog.folding.persistent.PVector`
 node has exactly one encoding, compact JSON in UTF-8 (as orjson writes it), and its *digest*
 is the SHA-256 of that encoding. Because a map's shape depends only on its keys and a vector's only on its length,
 two equal states have equal digests in every process, and two states that share a subtree
@@ -23,7 +23,7 @@ locations of a node's references travel beside its encoding, in the order they a
 
 Pure: no I/O. The sink stores; :func:`decode` makes shells whose loader the caller gives.
 
->>> from agentlog.fold import freeze
+>>> from agentlog.folding import freeze
 >>> a, b = freeze({"x": [1, 2], "y": "z"}), freeze({"y": "z", "x": [1, 2]})
 >>> digest(a) == digest(b) and len(digest(a)) == 32
 True

@@ -10,8 +10,8 @@ HEAVY = ("pyarrow", "pandas", "ipywidgets", "duckdb", "plotly", "httpx")
 
 def test_importing_the_fold_pulls_in_no_heavy_modules() -> None:
     code = (
-        "import sys, agentlog.fold, agentlog.fold.engine, agentlog.fold.determinism\n"
-        "from agentlog.fold import fold, SnapshotIndex, diff_states\n"
+        "import sys, agentlog.folding, agentlog.folding.engine, agentlog.folding.determinism\n"
+        "from agentlog.folding import fold, SnapshotIndex, diff_states\n"
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -19,7 +19,7 @@ def test_importing_the_fold_pulls_in_no_heavy_modules() -> None:
 
 
 def test_the_tripwire_can_trip() -> None:
-    code = "import sys, json, agentlog.fold; import decimal; print('decimal' in sys.modules)"
+    code = "import sys, json, agentlog.folding; import decimal; print('decimal' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
 
@@ -29,7 +29,7 @@ def test_the_fold_does_no_io() -> None:
     code = r"""
 import sys
 from agentlog.events import Event
-from agentlog.fold import Reducers, SnapshotIndex, check_determinism, diff_states, fold
+from agentlog.folding import Reducers, SnapshotIndex, check_determinism, diff_states, fold
 events = [Event(seq=i, type="state.patch", payload={"ops": [{"op": "add", "path": f"/k{i%9}", "value": i}]})
           for i in range(300)]
 seen = []

@@ -13,7 +13,7 @@ pyrsistent's, for three reasons the fold and the store need:
   seed, and a node's content digest is a fact about the content. A :class:`PVector` is a
   32-way positional trie, full but for its right edge, so its shape depends only on its length.
 - **Nodes that know themselves.** Each node has room for its content digest and for where a
-  checkpoint stored it (filled by :mod:`agentlog.fold.encode` and the store, on the node
+  checkpoint stored it (filled by :mod:`agentlog.folding.encode` and the store, on the node
   itself: no cache keyed by object ids). Two states compare by digest, subtree by subtree.
 - **Nodes loaded on demand.** A node read from a checkpoint starts as a shell that knows its
   size, height and digest, and fills its content the first time something looks inside (the
@@ -127,7 +127,7 @@ class PMap(Mapping[K, V]):
     _at: Loader | None          # where a checkpoint stored it, once written or read
 
     def __init__(self) -> None:  # pragma: no cover - instances come from _node and pmap()
-        raise TypeError("make a PMap with agentlog.fold.pmap(mapping) or freeze(mapping)")
+        raise TypeError("make a PMap with agentlog.folding.pmap(mapping) or freeze(mapping)")
 
     # -- reading --------------------------------------------------------------------------
 
@@ -738,7 +738,7 @@ class PVector(Sequence[T]):
     _at: Loader | None
 
     def __init__(self) -> None:  # pragma: no cover
-        raise TypeError("make a PVector with agentlog.fold.pvector(iterable) or freeze(list)")
+        raise TypeError("make a PVector with agentlog.folding.pvector(iterable) or freeze(list)")
 
     def _items(self) -> tuple[Any, ...]:
         v = self._v

@@ -6,7 +6,7 @@ import sys
 from itertools import pairwise
 
 from agentlog.events import Event
-from agentlog.fold import Reducers, SnapshotIndex, diff_states
+from agentlog.folding import Reducers, SnapshotIndex, diff_states
 
 N = 1_000
 

@@ -10,7 +10,7 @@ import pytest
 
 from agentlog.errors import FoldError, PatchError, PatchTestError
 from agentlog.events import BlobRef
-from agentlog.fold import apply_patch, freeze, json_equal, parse_pointer, pmap, pvector, same_value, thaw
+from agentlog.folding import apply_patch, freeze, json_equal, parse_pointer, pmap, pvector, same_value, thaw
 
 DATA = Path(__file__).parent / "data" / "json-patch-tests"
 

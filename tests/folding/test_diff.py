@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from agentlog.events import Event
-from agentlog.fold import (
+from agentlog.folding import (
     NO_VALUE,
     Change,
     Patch,

@@ -1,12 +1,12 @@
 """RFC 6902 JSON Patch on persistent states: :func:`apply_patch` and the :class:`Patch` value.
 
 All six operations (``add``, ``remove``, ``replace``, ``move``, ``copy``, ``test``) follow
-the RFC, with JSON Pointer paths (RFC 6901, see :mod:`agentlog.fold.pointer`). The input is
+the RFC, with JSON Pointer paths (RFC 6901, see :mod:`agentlog.folding.pointer`). The input is
 never changed (it is persistent), so a failing patch leaves nothing half-applied: the error
 is all you get. Untouched subtrees of the result are the same objects as in the input, and a
 patch that changes nothing returns the input itself.
 
-A :class:`Patch` is what :func:`~agentlog.fold.diff.diff_states` returns: a read-only
+A :class:`Patch` is what :func:`~agentlog.folding.diff.diff_states` returns: a read-only
 sequence of RFC 6902 op mappings, with the value each op overwrote kept beside it (a
 :class:`Change` per op), not inside it. It prints as one line per op; the HTML table is a view
 (``agentlog.widgets.html.patch_repr``), not part of the fold.

@@ -1,14 +1,14 @@
 """The values a state holds: freezing at the boundary, thawing for display, JSON equality.
 
-A state is a tree of :class:`~agentlog.fold.persistent.PMap` (JSON objects, string keys) and
-:class:`~agentlog.fold.persistent.PVector` (JSON arrays), agentlog's persistent map and vector
+A state is a tree of :class:`~agentlog.folding.persistent.PMap` (JSON objects, string keys) and
+:class:`~agentlog.folding.persistent.PVector` (JSON arrays), agentlog's persistent map and vector
 with pyrsistent's API, whose leaves are ``str``, ``int``, ``float``, ``bool``, ``None`` or a
 :class:`~agentlog.events.BlobRef`, which stays as it is. Values enter the state through
 :func:`freeze` and leave it through :func:`thaw`.
 
 Two equalities are used. :func:`json_equal` is RFC 6902's (the ``test`` op): ``1 == 1.0``,
 but ``True != 1`` and arrays differ from objects. :func:`same_value` is stricter, as
-:func:`~agentlog.fold.diff.diff_states` needs it: ``1`` and ``1.0`` differ, because their
+:func:`~agentlog.folding.diff.diff_states` needs it: ``1`` and ``1.0`` differ, because their
 canonical JSON differs.
 
 Pure: no I/O.

@@ -9,8 +9,8 @@ import pytest
 
 from agentlog.errors import PatchError, ReducerError
 from agentlog.events import Event
-from agentlog.fold import INITIAL, ReducerRegistrationWarning, Reducers, State, fold, freeze, reducer, thaw
-from agentlog.fold import reducers as reducers_module
+from agentlog.folding import INITIAL, ReducerRegistrationWarning, Reducers, State, fold, freeze, reducer, thaw
+from agentlog.folding import reducers as reducers_module
 
 STANDARD = Reducers.standard()
 ROOT_KEYS = ("vars", "messages", "objects", "relations", "usage", "approvals", "status")
@@ -75,9 +75,9 @@ def test_failing_patch_is_a_reducer_error() -> None:
         fold([ev(0, "state.patch", {"ops": []}),
               ev(1, "state.patch", {"ops": [{"op": "remove", "path": "/missing"}]})], STANDARD)
     err = info.value
-    assert (err.seq, err.type, err.reducer) == (1, "state.patch", "agentlog.fold.reducers.patch_vars")
+    assert (err.seq, err.type, err.reducer) == (1, "state.patch", "agentlog.folding.reducers.patch_vars")
     assert isinstance(err.cause, PatchError)
-    assert str(err) == ("seq 1 (state.patch): reducer agentlog.fold.reducers.patch_vars raised "
+    assert str(err) == ("seq 1 (state.patch): reducer agentlog.folding.reducers.patch_vars raised "
                         "PatchError: op 0 (remove '/missing'): no member 'missing' in the object "
                         "at the root")
 
@@ -165,7 +165,7 @@ def test_updating_an_unknown_object_is_a_reducer_error() -> None:
     with pytest.raises(ReducerError) as info:
         step(INITIAL, ev(4, "object.updated", {"id": "ghost", "data": {}}))
     assert str(info.value) == (
-        "seq 4 (object.updated): reducer agentlog.fold.reducers.update_object raised KeyError: "
+        "seq 4 (object.updated): reducer agentlog.folding.reducers.update_object raised KeyError: "
         "\"object.updated names object 'ghost', which does not exist; create it with "
         "object.created first\"")
 
@@ -290,7 +290,7 @@ def test_sets_built_on_a_base() -> None:
     assert len(rs) == len(STANDARD) + 1
     assert rs.without("t") == STANDARD
     llm = rs.without("llm.response", reducers_module.count_llm_usage)
-    assert llm.names("llm.response") == ("agentlog.fold.reducers.append_response",)
+    assert llm.names("llm.response") == ("agentlog.folding.reducers.append_response",)
     with pytest.raises(KeyError, match="no reducers for 'nope'"):
         rs.without("nope")
     with pytest.raises(KeyError, match="is not a reducer for 't'"):

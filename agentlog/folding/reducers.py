@@ -1,7 +1,7 @@
 """Reducers: the pure functions that fold events into state, and the default projection.
 
 A reducer is ``reducer(state, event) -> state``: no clock, no randomness, no I/O, no global
-mutable state (:func:`~agentlog.fold.determinism.check_determinism` catches the ones that
+mutable state (:func:`~agentlog.folding.determinism.check_determinism` catches the ones that
 cheat). A :class:`Reducers` set maps event types to reducers. ``@reducer("my.type")`` adds to
 the default set; a run can also carry its own set (``Reducers.standard().with_reducer(...)``),
 so no result depends on what happened to be imported.
@@ -115,7 +115,7 @@ def reducer_name(fn: Callable[..., Any]) -> str:
     """The qualified name of a reducer, ``module.qualname``, as errors and reports show it.
 
     >>> reducer_name(patch_vars)
-    'agentlog.fold.reducers.patch_vars'
+    'agentlog.folding.reducers.patch_vars'
     """
     module = getattr(fn, "__module__", None) or "?"
     return f"{module}.{getattr(fn, '__qualname__', None) or repr(fn)}"
@@ -335,7 +335,7 @@ def reducer(*types: str) -> Callable[[Reducer], Reducer]:
     ... def count_examples(state, event):
     ...     return state.set("examples", state.get("examples", 0) + 1)
     >>> Reducers.default().names("doc.example")
-    ('agentlog.fold.reducers.count_examples',)
+    ('agentlog.folding.reducers.count_examples',)
     >>> Reducers.standard().names("doc.example")
     ()
     """

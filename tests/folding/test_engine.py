@@ -10,8 +10,8 @@ import pytest
 
 from agentlog.errors import FoldError, ReducerError
 from agentlog.events import Event
-from agentlog.fold import Reducers, SnapshotIndex, State, diff_states, fold, thaw
-from agentlog.fold.engine import _step, as_events_fn
+from agentlog.folding import Reducers, SnapshotIndex, State, diff_states, fold, thaw
+from agentlog.folding.engine import _step, as_events_fn
 
 STANDARD = Reducers.standard()
 

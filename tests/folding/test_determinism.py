@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from agentlog.events import Event
-from agentlog.fold import DeterminismReport, Reducers, State, check_determinism, diff_states
+from agentlog.folding import DeterminismReport, Reducers, State, check_determinism, diff_states
 
 STANDARD = Reducers.standard()
 
