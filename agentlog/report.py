@@ -228,7 +228,7 @@ def _pretty(payload: str) -> str:
 
 
 def _usage_text(model: Any, tin: Any, tout: Any, cost: Any, dur: Any) -> str:
-    from .widgets.numbers import fmt_ms, fmt_usd
+    from .numbers import fmt_ms, fmt_usd
     bits = []
     if model:
         bits.append(str(model))

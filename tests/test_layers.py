@@ -30,7 +30,7 @@ LAYERS: dict[str, str] = {
     "core": """
         agentlog._version agentlog.accessors agentlog.canonical agentlog.chain agentlog.errors
         agentlog.keys agentlog.pricing
-        agentlog.merkle agentlog.proofs agentlog.redact agentlog.events.origin
+        agentlog.merkle agentlog.numbers agentlog.proofs agentlog.redact agentlog.events.origin
         agentlog.events agentlog.events.approval agentlog.events.base agentlog.events.calls
         agentlog.events.event agentlog.events.graph agentlog.events.run agentlog.events.span
         agentlog.events.usage
@@ -85,7 +85,7 @@ LAYERS: dict[str, str] = {
         agentlog.widgets.costdash agentlog.widgets.diffview agentlog.widgets.forkpanel
         agentlog.widgets.html agentlog.widgets.options agentlog.widgets.scrubber
         agentlog.widgets.statetree agentlog.widgets.tabs agentlog.widgets.waterfall
-        agentlog.widgets.chat agentlog.widgets.graph agentlog.widgets.live agentlog.widgets.numbers
+        agentlog.widgets.chat agentlog.widgets.graph agentlog.widgets.live
         agentlog.widgets.spantree agentlog.widgets.timeline
         agentlog.report
     """,

@@ -297,6 +297,8 @@ class RunDiff(Extensible):
                 f"{c['only_b']} only in b>")
 
     def __str__(self) -> str:
+        from ..numbers import fmt_usd
+
         lines = [f"a: {self._label(self.a)}, {len(self.a):,} events",
                  f"b: {self._label(self.b)}, {len(self.b):,} events"]
         if self.same:
@@ -308,7 +310,7 @@ class RunDiff(Extensible):
         lines.append(f"after it: {c['matched']} matched, {c['changed']} changed, "
                      f"{c['only_a']} only in a, {c['only_b']} only in b")
         d = self._usage["delta"]
-        cost = "cost unknown" if pd.isna(d["cost_usd"]) else f"${d['cost_usd']:+,.6f}"
+        cost = "cost unknown" if pd.isna(d["cost_usd"]) else fmt_usd(d["cost_usd"], sign=True)
         lines.append(f"usage b - a: {d['input_tokens']:+,.0f} input tokens, "
                      f"{d['output_tokens']:+,.0f} output tokens, {cost}, "
                      f"{d['llm_calls']:+,.0f} llm calls, {d['tool_calls']:+,.0f} tool calls")

@@ -42,8 +42,8 @@ def runs_table(frame: pd.DataFrame) -> pd.DataFrame:
     the events it shares with its parent (blank for a run that is not a fork)."""
     import pandas as pd
 
+    from ..numbers import PAID, TOTAL, fmt_cost
     from ..widgets.html import cut
-    from ..widgets.numbers import PAID, TOTAL, fmt_cost
 
     def fork(row: Mapping[str, Any]) -> str:
         return "" if pd.isna(row["parent"]) else f"{row['parent']}@{row['fork_seq']}"
@@ -84,7 +84,7 @@ def ls_command(as_json: bool) -> None:
     """List the runs of the store: status, events, calls, tokens, what each paid, lineage."""
     import json
 
-    from ..widgets.numbers import PAID, TOTAL
+    from ..numbers import PAID, TOTAL
     store = _store_or_fail()
     frame = store.runs()
     if as_json:
@@ -354,7 +354,7 @@ def _cost_text(frame: pd.DataFrame) -> pd.DataFrame:
     no-model rows that are only tool calls say so."""
     import pandas as pd
 
-    from ..widgets.numbers import PAID, fmt_cost
+    from ..numbers import PAID, fmt_cost
     out = frame.copy()
     out["cost_usd"] = [fmt_cost(v, u) for v, u in zip(frame["cost_usd"], frame["cost_unknown_calls"], strict=True)]
     if "model" in out.columns:
@@ -366,7 +366,7 @@ def _cost_text(frame: pd.DataFrame) -> pd.DataFrame:
 
 def cost_total(frame: pd.DataFrame) -> str:
     """The total line under a cost table: calls, tokens, what was paid and ``+ N unknown``."""
-    from ..widgets.numbers import PAID, fmt_cost
+    from ..numbers import PAID, fmt_cost
     total = frame.sum(numeric_only=True)  # sum() leaves unknown (<NA>) costs out
     unknown = int(total["cost_unknown_calls"])
     known = frame["cost_usd"].notna().any() or not unknown

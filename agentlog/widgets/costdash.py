@@ -10,7 +10,7 @@ their own ("(tool calls)"), never a model named "–". A cost the log does not k
 (``cost_unknown_calls``) is never drawn as $0: a group whose calls all have an unknown cost
 gets no cost bar but an "unknown" label, a group with some gets "+ N unknown" beside its bar,
 and the figure carries a note with the count. Money is summed exactly and written by
-:func:`~agentlog.widgets.numbers.fmt_usd`, on axes too.
+:func:`~agentlog.numbers.fmt_usd`, on axes too.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..numbers import PAID, TOTAL, fmt_cost, fmt_usd, unknown_text, usd_axis, usd_sum
 from ._kernel import figure_output, in_kernel, show_objects
 from .html import fmt_int, grid, header, obj_repr, section, sections, table
-from .numbers import PAID, TOTAL, fmt_cost, fmt_usd, unknown_text, usd_axis, usd_sum
 from .options import OPTIONS
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Final
 
-from .numbers import PAID, TOTAL, fmt_cost, fmt_ms, fmt_usd, is_missing, usd_sum_known
+from ..numbers import PAID, TOTAL, fmt_cost, fmt_ms, fmt_usd, is_missing, usd_sum_known
 from .options import OPTIONS
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ tabs of a fixed height (so the chart below never moves): the event as a person r
 :mod:`agentlog.widgets.chat`), the state as a tree (:mod:`agentlog.widgets.statetree`) with
 the paths this event changed highlighted, what it changed (a table of ops with full paths and
 before → after values), and the raw payload; below, the run's cumulative tokens and cost with
-a marker at the current seq. Money and numbers go through :mod:`agentlog.widgets.numbers`.
+a marker at the current seq. Money and numbers go through :mod:`agentlog.numbers`.
 
 The chart is a plain plotly figure shown in an ``Output`` (plotly's own renderer), not a
 ``FigureWidget``: an anywidget model per chart made JupyterLab's anywidget runtime miss its
@@ -40,11 +40,11 @@ from typing import TYPE_CHECKING, Any, Final
 from ..errors import EventNotFoundError
 from ..events import Event
 from ..folding import Patch, Reducers, State, diff_states, fold
+from ..numbers import fmt_ms, fmt_scalar, fmt_usd, usd_axis
 from ._kernel import KernelView
 from .chat import event_view_html
 from .html import esc as _e
 from .html import fmt_int, grid, header, obj_repr, section, sections
-from .numbers import fmt_ms, fmt_scalar, fmt_usd, usd_axis
 from .statetree import _is_blob, highlighted_paths, render_state
 
 if TYPE_CHECKING:

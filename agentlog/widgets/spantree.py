@@ -3,8 +3,8 @@ view people know from Phoenix and LangSmith.
 
 :func:`tree_rows` turns a span table (``run.spans()``'s columns) into rows in tree order (each
 span under its parent, children in start order) with the numbers already written for people
-(durations by :func:`~agentlog.widgets.numbers.fmt_ms`, money by
-:func:`~agentlog.widgets.numbers.fmt_usd`, roll-ups over the span's descendants).
+(durations by :func:`~agentlog.numbers.fmt_ms`, money by
+:func:`~agentlog.numbers.fmt_usd`, roll-ups over the span's descendants).
 :func:`tree_html` draws them as nested ``<details>`` (static HTML: the report, exports), and
 :class:`SpanTree` as a small anywidget whose rows fold and unfold in the browser and whose
 ``selected`` trait follows a click, so the waterfall selects the same span.
@@ -16,8 +16,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from ..numbers import fmt_ms, fmt_usd, is_missing, unknown_text
 from .html import esc as _e
-from .numbers import fmt_ms, fmt_usd, is_missing, unknown_text
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -38,8 +38,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from ..folding.pointer import escape_token, parse_pointer
+from ..numbers import fmt_scalar
 from .html import esc as _e
-from .numbers import fmt_scalar
 
 __all__ = ["MAX_CHILDREN", "highlighted_paths", "marked_paths", "render_state"]
 

@@ -44,8 +44,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..numbers import fmt_ms, fmt_usd, unknown_text
 from .html import cut
-from .numbers import fmt_ms, fmt_usd, unknown_text
 
 __all__ = ["CUSTOM", "ERROR_COLOR", "GROUP_COLORS", "KIND_GROUPS", "MIN_BAR", "Break", "Wait", "axis_position",
            "find_breaks", "time_unit", "timeline_figure"]

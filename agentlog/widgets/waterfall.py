@@ -21,9 +21,9 @@ import pyarrow as pa
 from ..analysis.spans import spans as span_table
 from ..analysis.tables import event_table, events, summary
 from ..events import APPROVAL_DENIED, APPROVAL_GRANTED, ApprovalDenied, ApprovalGranted
+from ..numbers import fmt_ms, is_missing
 from ._kernel import in_kernel, show_objects
 from .html import fmt_int, obj_repr, table
-from .numbers import fmt_ms, is_missing
 from .spantree import tree_rows
 from .timeline import CUSTOM, ERROR_COLOR, GROUP_COLORS, KIND_GROUPS, Wait, time_unit, timeline_figure
 

@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 import agentlog as al
-from agentlog.widgets.numbers import USD_PATTERN
+from agentlog.numbers import USD_PATTERN
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES = ROOT / "docs" / "images"

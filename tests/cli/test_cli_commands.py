@@ -19,7 +19,7 @@ from _cli_helpers import Cli
 from _prices import genai_prices_cost
 
 import agentlog as al
-from agentlog.widgets.numbers import fmt_usd, usd_sum
+from agentlog.numbers import fmt_usd, usd_sum
 
 IDS = ("sre-0001", "sre-0001-calm", "sre-0002", "refunds-0001", "refunds-0001-approve",
        "refunds-0002-tight", "diligence-0001", "jobhunt-0001")

@@ -12,8 +12,8 @@ import pytest
 from _wf_synth import T0, StepClock, span_run
 
 import agentlog as al
+from agentlog.numbers import USD_PATTERN, fmt_usd, usd_sum
 from agentlog.widgets.costdash import TOP, CostDashboard, cost_figures, cost_tables
-from agentlog.widgets.numbers import USD_PATTERN, fmt_usd, usd_sum
 
 SAMPLE_RUNS = ("sre-0001", "sre-0001-calm", "sre-0002", "refunds-0001", "refunds-0001-approve",
                "refunds-0002-tight", "diligence-0001", "jobhunt-0001")

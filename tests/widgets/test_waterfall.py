@@ -15,7 +15,7 @@ from _wf_synth import T0, StepClock, span_run
 from plotly.callbacks import Points
 
 import agentlog as al
-from agentlog.widgets.numbers import fmt_ms
+from agentlog.numbers import fmt_ms
 from agentlog.widgets.timeline import MIN_BAR, Break, axis_position
 from agentlog.widgets.waterfall import (
     CUSTOM,

@@ -1,4 +1,5 @@
-"""Money, durations and counts as every view shows them: one helper for each, used everywhere.
+"""Money, durations and counts as every view, table and command shows them: one helper for each,
+used everywhere (pure: the analysis texts, the CLI and the widgets all format through it).
 
 **Money is summed exactly.** A recorded cost is a float (the ``cost_usd`` column); a sum of
 floats drifts (``0.014584999999999997``). :func:`usd` reads a value as a :class:`~decimal.Decimal`
@@ -33,8 +34,8 @@ from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any, Final
 
-__all__ = ["PAID", "PICO", "SIGNIFICANT", "TOTAL", "USD_PATTERN", "fmt_ms", "fmt_scalar", "fmt_usd", "is_missing",
-           "unknown_text", "usd", "usd_axis", "usd_sum"]
+__all__ = ["PAID", "PICO", "SIGNIFICANT", "TOTAL", "USD_PATTERN", "fmt_cost", "fmt_ms", "fmt_scalar", "fmt_usd",
+           "is_missing", "unknown_text", "usd", "usd_axis", "usd_sum", "usd_sum_known"]
 
 #: The unit money is rounded to when read: a pico-dollar.
 PICO: Final = Decimal("1e-12")
