@@ -93,7 +93,7 @@ def _shot(locator: Any, name: str) -> None:
 def test_the_sre_waterfall_bars_are_wide_and_each_click_opens_its_events(views: Any) -> None:
     view = _cell(views, 1).locator(".agentlog-waterfall")
     panel = view.locator(".agentlog-waterfall-events")
-    expect(view.locator(".js-plotly-plot .gtitle")).to_contain_text("span waterfall", timeout=60_000)
+    expect(view.locator(".js-plotly-plot .gtitle")).to_contain_text("span waterfall", timeout=120_000)  # a loaded machine renders late
     expect(view.locator(".annotation-text", has_text="waiting for approval")).to_have_count(1)
     bars = view.locator(".barlayer .trace:not(:first-child) .point path")
     n = bars.count()
