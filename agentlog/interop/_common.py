@@ -310,17 +310,22 @@ def write_or_extend(store: Store, events: Sequence[Event], *, run_id: str, name:
     return store.run(run_id, exact=True)
 
 
-def chosen(runs: Mapping[str, Any], run: str | None, where: str, system: str) -> list[str]:
+def chosen(runs: Mapping[str, Any], run: str | None, where: str, system: str,
+           run_id: str | None = None) -> list[str]:
     """The run ids to import: ``[run]``, or every run of the file.
 
     Raises:
-        InteropFormatError: ``run`` is not in the file (the message lists the file's runs).
+        InteropFormatError: ``run`` is not in the file (the message lists the file's runs), or
+            a new ``run_id`` is given for several runs.
     """
     if run is not None:
         if run not in runs:
             raise InteropFormatError(where, None, f"no {system} run {run!r}; the file has "
                                                   f"{', '.join(sorted(map(str, runs))) or 'none'}")
         return [run]
+    if run_id is not None and len(runs) != 1:
+        raise InteropFormatError(where, None, f"a new run id names one run, and the file has "
+                                              f"{len(runs)}; choose one with run= (--run)")
     return sorted(runs)
 
 

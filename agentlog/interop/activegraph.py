@@ -442,10 +442,7 @@ def import_activegraph(path: str | os.PathLike[str], store: Store | str | os.Pat
     """
     where = os.fspath(path)
     runs = read_activegraph(path)
-    picked = chosen(runs, run, where, "ActiveGraph")
-    if run_id is not None and len(picked) != 1:
-        raise InteropFormatError(where, None, f"a new run id names one run, and the file has "
-                                              f"{len(picked)}; choose one with run= (--run)")
+    picked = chosen(runs, run, where, "ActiveGraph", run_id)
     out = []
     target = store_of(store)
     for source_id in picked:

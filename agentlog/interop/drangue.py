@@ -304,10 +304,7 @@ def import_drangue(path: str | os.PathLike[str], store: Store | str | os.PathLik
     """
     where = os.fspath(path)
     runs = read_drangue(path)
-    picked = chosen(runs, run, where, "drangue")
-    if run_id is not None and len(picked) != 1:
-        raise InteropFormatError(where, None, f"a new run id names one run, and the file has "
-                                              f"{len(picked)}; choose one with run= (--run)")
+    picked = chosen(runs, run, where, "drangue", run_id)
     out = []
     target = store_of(store)
     for source in picked:
