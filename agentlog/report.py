@@ -352,15 +352,8 @@ def _side_by_side(d: RunDiff) -> str:
 
 
 def _diff_section(d: RunDiff) -> str:
-    from .widgets.html import _records, grid, patch_html, table, usage_rows
-    c = d.counts
-    facts = [(f"run {k}", f"{r.id}" + (f" ({r.name})" if r.name else "") + f", {len(r):,} events")
-             for k, r in (("a", d.a), ("b", d.b))]
-    facts.append(("shared prefix", f"{d.prefix:,} events (by {d.prefix_from})"))
-    if not d.same:
-        facts.append(("first divergence", f"seq {d.divergence}"))
-        facts.append(("after it", (f"{c['matched']:,} matched, {c['changed']:,} changed, "
-                                   f"{c['only_a']:,} only in a, {c['only_b']:,} only in b")))
+    from .widgets.html import _records, diff_facts, grid, patch_html, table, usage_rows
+    facts = diff_facts(d)
     usage = usage_rows(d.usage)
     legend = ('<div class="al-legend al-note"><span style="background:#fffbeb">changed</span>'
               '<span style="background:#fef2f2">only in a</span><span style="background:#f0fdf4">only in b</span>'

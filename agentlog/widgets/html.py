@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ..store.store import Store
     from ..store.verify import VerifyReport
 
-__all__ = ["cut", "diff_card", "diff_repr", "esc", "fmt_cost", "fmt_int", "fmt_ms", "fmt_num", "fmt_usd",
+__all__ = ["cut", "diff_card", "diff_facts", "diff_repr", "esc", "fmt_cost", "fmt_int", "fmt_ms", "fmt_num", "fmt_usd",
            "obj_repr", "patch_html", "patch_repr", "run_card", "run_repr", "run_text", "section", "store_card",
            "store_repr", "table",
            "verify_card", "verify_repr"]
@@ -432,19 +432,25 @@ def usage_rows(usage: Any) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def diff_repr(d: RunDiff) -> str | None:
-    """``RunDiff._repr_html_`` (computes the state patch if it was not yet)."""
-    if OPTIONS["display"] != "html":
-        return None
+def diff_facts(d: RunDiff) -> list[tuple[str, str]]:
+    """The facts at the top of a diff (the card and the report): the two runs, the shared
+    prefix, the first divergence and what came after it."""
     c = d.counts
-    label = {"a": d.a, "b": d.b}
     facts = [(f"run {k}", f"{r.id}" + (f" ({r.name})" if r.name else "") + f", {len(r):,} events")
-             for k, r in label.items()]
+             for k, r in (("a", d.a), ("b", d.b))]
     facts.append(("shared prefix", f"{d.prefix:,} events (by {d.prefix_from})"))
     if not d.same:
         facts.append(("first divergence", f"seq {d.divergence}"))
         facts.append(("after it", (f"{c['matched']:,} matched, {c['changed']:,} changed, "
                                    f"{c['only_a']:,} only in a, {c['only_b']:,} only in b")))
+    return facts
+
+
+def diff_repr(d: RunDiff) -> str | None:
+    """``RunDiff._repr_html_`` (computes the state patch if it was not yet)."""
+    if OPTIONS["display"] != "html":
+        return None
+    facts = diff_facts(d)
     usage = usage_rows(d.usage)
     patch = d.state_patch
     return diff_card(facts, title=f"{d.a.name or d.a.id} → {d.b.name or d.b.id}",
