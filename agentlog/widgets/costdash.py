@@ -320,10 +320,11 @@ class CostDashboard:
     dashboard shows as the HTML tables and the plain figures.
 
     >>> import agentlog as al, tempfile, pathlib
+    >>> from agentlog.numbers import usd_sum
     >>> store = al.examples.sample_store(copy_to=pathlib.Path(tempfile.mkdtemp()) / "s")
     >>> dash = CostDashboard(store.run("sre-0001"))
     >>> dash.figures["by_model"].layout.meta["agentlog"]["total_cost_usd"] == float(
-    ...     al.widgets.numbers.usd_sum(store.run("sre-0001").events["cost_usd"]))
+    ...     usd_sum(store.run("sre-0001").events["cost_usd"]))
     True
     """
 
