@@ -65,7 +65,7 @@ def views(lab: Callable[[str], str], nb_dir: Path, browser: Any) -> Iterator[Any
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, nb_dir / "views.ipynb")
-    ctx = browser.new_context(viewport={"width": 1280, "height": 1000})
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1500})  # views whole in the screenshots
     page = ctx.new_page()
     page.set_default_timeout(30_000)
     expect.set_options(timeout=30_000)
