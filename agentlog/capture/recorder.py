@@ -60,7 +60,7 @@ from ..events import (
 )
 from ..keys import canonical_request, llm_key, tool_key
 from ..redact import Redactor
-from .effects import Live, Steps, arun, run
+from .effects import Opaque, Steps, arun, run
 from .providers import LLMResult, normalize
 from .sinks import Interrupted, Sink
 
@@ -136,14 +136,18 @@ class Recorder:
         clock: wall clock for :meth:`now` (seconds since the epoch).
         live_llm: when set, performs model calls instead of the program's own ``call``.
         timer: measures the ``duration_ms`` of calls (a fixed clock makes them reproducible).
+        capture_http: record every httpx request sent while this recorder is active, by any
+            client (:mod:`agentlog.capture.transport`); ``False`` leaves them unrecorded.
     """
 
     def __init__(self, sink: Sink, *, inputs: Any = None, reducers: Any = None,
                  state: Any = None, actor: str | None = None,
                  clock: Callable[[], float] = time.time,
                  live_llm: Callable[[Mapping[str, Any]], Any] | None = None,
-                 timer: Callable[[], float] = time.perf_counter) -> None:
+                 timer: Callable[[], float] = time.perf_counter, capture_http: bool = True) -> None:
         self._sink = sink
+        self.capture_http = capture_http
+        """Whether httpx requests sent while this recorder is active are recorded."""
         sink.observer = self._observe
         attach = getattr(sink, "checkpoint_from", None)
         if attach is not None:  # a run being written: checkpoint the state at its seals
@@ -328,7 +332,7 @@ class Recorder:
                                       f"{key[:16]}… and no call= to make it live")
             started = self.timer()
             try:
-                raw = yield Live(fn, request)
+                raw = yield Opaque(fn, request)
             except Exception as exc:
                 failed = self.emit(call_failed(LLM_RESPONSE, key, exc), actor=actor, caused_by=asked.seq)
                 raise LLMCallError(failed.seq, error_text(exc)) from exc
@@ -419,7 +423,7 @@ class Recorder:
                 kwargs["idempotency_key"] = call.idempotency_key
             started = self.timer()
             try:
-                result = yield Live(fn, **kwargs)
+                result = yield Opaque(fn, **kwargs)
             except Exception as exc:
                 self.live_calls += 1
                 done = self.emit(ToolResult(key=call.key, name=name, error=error_text(exc),

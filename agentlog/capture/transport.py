@@ -28,20 +28,39 @@ one implementation (:mod:`agentlog.capture.effects`) for sync and async clients.
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import json
+import threading
+import weakref
+from collections import deque
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlencode
 
 import httpx
 
-from ..events import ERROR, HTTP_RESPONSE, CallFailed, HTTPRequest, HTTPResponse
+from ..errors import UsageError
+from ..events import (
+    ERROR,
+    HTTP_RESPONSE,
+    LLM_RESPONSE,
+    Body,
+    CallFailed,
+    Event,
+    HTTPRequest,
+    HTTPResponse,
+    LLMResponse,
+)
 from ..keys import http_key
 from ..redact import MARKER, Redactor
-from .effects import Live, Steps, arun, run
+from .effects import Opaque, Steps, arun, inside_recorded_call, run
+from .endpoints import ModelCall, model_call
 from .recorder import Recorder, active_recorder, call_failed
 
-__all__ = ["KEPT_RESPONSE_HEADERS", "RecordingTransport", "async_client", "client"]
+__all__ = ["KEPT_RESPONSE_HEADERS", "RecordingTransport", "TransportCall", "async_client", "client",
+           "exchange", "install", "installed", "model_calls", "uninstall"]
 
 #: Response headers kept in the log: enough to rebuild the response, nothing that varies per
 #: request (dates, request ids) or that no longer applies (content-encoding: the body is stored
@@ -76,20 +95,142 @@ def redact_body(redactor: Redactor, body: bytes, media_type: str) -> bytes:
     return body
 
 
-def _send(inner: httpx.BaseTransport | None) -> Callable[[httpx.Request], httpx.Response]:
+def _send(transport: httpx.BaseTransport) -> Callable[[httpx.Request], httpx.Response]:
     def send(request: httpx.Request) -> httpx.Response:
-        response = (inner or httpx.HTTPTransport()).handle_request(request)
+        response = transport.handle_request(request)
         response.read()
         return response
     return send
 
 
-def _asend(inner: httpx.AsyncBaseTransport | None) -> Callable[[httpx.Request], Any]:
+def _asend(transport: httpx.AsyncBaseTransport) -> Callable[[httpx.Request], Any]:
     async def send(request: httpx.Request) -> httpx.Response:
-        response = await (inner or httpx.AsyncHTTPTransport()).handle_async_request(request)
+        response = await transport.handle_async_request(request)
         await response.aread()
         return response
     return send
+
+
+@dataclass(slots=True)
+class TransportCall:
+    """A model call the transport wrote: the seqs of its ``llm.request`` and its answer."""
+
+    request_seq: int
+    answer_seq: int
+    model: str | None
+    joined: bool = False
+    """True once an OpenTelemetry span of the same call was joined to it."""
+
+
+_calls: weakref.WeakKeyDictionary[Recorder, deque[TransportCall]] = weakref.WeakKeyDictionary()
+_CALLS_KEPT: Final = 1000
+
+
+def model_calls(rec: Recorder) -> deque[TransportCall]:
+    """The model calls the transport wrote through ``rec`` (the last 1,000), oldest first."""
+    found = _calls.get(rec)
+    if found is None:
+        found = _calls[rec] = deque(maxlen=_CALLS_KEPT)
+    return found
+
+
+def _answer(rec: Recorder, call: ModelCall, key: str, status: int, content: bytes,
+            asked: Event, started: float) -> Body:
+    """The ``llm.response`` (or the ``error``) of a model call answered with ``content``."""
+    if not 200 <= status < 300:
+        return CallFailed(kind=LLM_RESPONSE, key=key, error=f"HTTP {status}: {content[:200].decode(errors='replace')}",
+                          type="HTTPStatusError")
+    try:
+        raw = json.loads(content)
+        return rec._llm_answer(raw, key, call.request, asked, started, call.provider)
+    except (ValueError, TypeError, UsageError) as exc:
+        return CallFailed(kind=LLM_RESPONSE, key=key, error=f"unreadable model answer: {exc}",
+                          type=type(exc).__name__)
+
+
+def _served_answer(rec: Recorder, call: ModelCall, key: str, answer: HTTPResponse,
+                   asked: Event) -> None:
+    """Serve the recorded answer of a model call whose HTTP response was served: the log's own
+    (a replay, a fork's cache), or, when the log has none, the answer read from the served bytes
+    as a served answer costs: nothing."""
+    if rec.serve(LLM_RESPONSE, key, asked) is not None:
+        return
+    content = answer.body.read_bytes() if answer.body is not None else b""
+    body = _answer(rec, call, key, answer.status, content, asked, rec.timer())
+    if isinstance(body, LLMResponse):
+        body = dataclasses.replace(body, cache_hit=True, cost_source="cache", duration_ms=None,
+                                   served_from_seq=answer.served_from_seq,
+                                   cost_usd=0.0 if body.model is not None else None)
+    rec.emit(body, caused_by=asked.seq)
+
+
+def exchange(rec: Recorder, request: Any, body: bytes, send: Callable[[Any], Any], *,
+             redact: Iterable[str] = (), keep: frozenset[str] = KEPT_RESPONSE_HEADERS,
+             http: Any = httpx) -> Steps[Any]:
+    """One exchange: the request, then the served or the live response.
+
+    ``http`` is the module whose ``Response`` the client expects (``httpx`` or ``httpx2``).
+
+    A request to a model endpoint (:mod:`agentlog.capture.endpoints`) is written as a model
+    call too: ``llm.request``, the exchange, then ``llm.response`` with usage and cost, in a
+    span of kind ``llm``.
+    """
+    redactor = rec.redactor.with_names(redact)
+    call = model_call(request.method, request.url.path, body)
+    if call is not None and call.streamed:
+        call = None  # a stream is kept as an HTTP exchange (its model row: not yet)
+    name = str(call.request.get("model") or "llm") if call else f"{request.method} {request.url.host}"
+    with rec.span(name, kind="llm" if call else "http"):
+        asked_llm = llm_key = None
+        if call is not None:
+            llm_body = rec._llm_request(call.request, call.provider)
+            asked_llm, llm_key = rec.emit(llm_body), llm_body.key
+        url = redactor.url(str(request.url))
+        media = request.headers.get("content-type", "application/octet-stream")
+        body = redact_body(redactor, body, media)
+        key = http_key(request.method, url, body)
+        asked = rec.emit(HTTPRequest(key=key, method=request.method, url=url,
+                                     headers=redactor.headers(request.headers.items()),
+                                     body=rec.blob(body, media) if body else None),
+                         caused_by=None if asked_llm is None else asked_llm.seq)
+        served = rec.serve(HTTP_RESPONSE, key, asked)
+        if served is not None:
+            if served.type == ERROR:
+                failed = CallFailed.of(served)
+                if asked_llm is not None and llm_key is not None \
+                        and rec.serve(LLM_RESPONSE, llm_key, asked_llm) is None:
+                    rec.emit(dataclasses.replace(failed, kind=LLM_RESPONSE, key=llm_key), caused_by=asked_llm.seq)
+                raise http.TransportError(f"recorded failure (seq {served.seq}): {failed.error}")
+            answer = HTTPResponse.of(served)
+            if call is not None and asked_llm is not None and llm_key is not None:
+                _served_answer(rec, call, llm_key, answer, asked_llm)
+            return _response(answer, http)
+        started = rec.timer()  # the recorder's timer: a fixed clock makes runs reproducible
+        try:
+            response = yield Opaque(send, request)  # what it sends is this exchange
+        except Exception as exc:
+            rec.emit(call_failed(HTTP_RESPONSE, key, exc), caused_by=asked.seq)
+            if asked_llm is not None and llm_key is not None:
+                rec.emit(call_failed(LLM_RESPONSE, llm_key, exc), caused_by=asked_llm.seq)
+            raise
+        rec.live_calls += 1
+        content = response.content
+        headers = {k.lower(): v for k, v in response.headers.items() if k.lower() in keep}
+        media = response.headers.get("content-type", "application/octet-stream")
+        rec.emit(HTTPResponse(key=key, status=response.status_code, headers=headers,
+                              body=rec.blob(content, media) if content else None,
+                              duration_ms=(rec.timer() - started) * 1000), caused_by=asked.seq)
+        if call is not None and asked_llm is not None and llm_key is not None:
+            done = rec.emit(_answer(rec, call, llm_key, response.status_code, content, asked_llm, started),
+                            caused_by=asked_llm.seq)
+            model_calls(rec).append(TransportCall(asked_llm.seq, done.seq, done.model))
+        return http.Response(response.status_code, headers=headers, content=content)
+
+
+def _response(answer: HTTPResponse, http: Any) -> Any:
+    content = answer.body.read_bytes() if answer.body is not None else b""
+    headers = {k: v if isinstance(v, str) else v.text() for k, v in answer.headers.items()}
+    return http.Response(answer.status, headers=headers, content=content)
 
 
 class RecordingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
@@ -111,6 +252,7 @@ class RecordingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         self._async_transport = async_transport
         self._redact = tuple(redact)
         self._keep = KEPT_RESPONSE_HEADERS | frozenset(n.lower() for n in keep_headers)
+        self._own_sync = self._own_async = False
 
     def _recorder(self) -> Recorder:
         rec = self._rec or active_recorder()
@@ -119,53 +261,30 @@ class RecordingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
                                "inside a recorded program")
         return rec
 
-    def _exchange(self, rec: Recorder, request: httpx.Request, body: bytes,
-                  send: Callable[[httpx.Request], Any]) -> Steps[httpx.Response]:
-        """One exchange: the request, then the served or the live response."""
-        redactor = rec.redactor.with_names(self._redact)
-        with rec.span(f"{request.method} {request.url.host}", kind="http"):
-            url = redactor.url(str(request.url))
-            media = request.headers.get("content-type", "application/octet-stream")
-            body = redact_body(redactor, body, media)
-            key = http_key(request.method, url, body)
-            asked = rec.emit(HTTPRequest(key=key, method=request.method, url=url,
-                                         headers=redactor.headers(request.headers.items()),
-                                         body=rec.blob(body, media) if body else None))
-            served = rec.serve(HTTP_RESPONSE, key, asked)
-            if served is not None:
-                if served.type == ERROR:
-                    raise httpx.TransportError(f"recorded failure (seq {served.seq}): "
-                                               f"{CallFailed.of(served).error}")
-                return self._response(HTTPResponse.of(served))
-            started = rec.timer()  # the recorder's timer: a fixed clock makes runs reproducible
-            try:
-                response = yield Live(send, request)
-            except Exception as exc:
-                rec.emit(call_failed(HTTP_RESPONSE, key, exc), caused_by=asked.seq)
-                raise
-            rec.live_calls += 1
-            content = response.content
-            headers = {k.lower(): v for k, v in response.headers.items() if k.lower() in self._keep}
-            media = response.headers.get("content-type", "application/octet-stream")
-            rec.emit(HTTPResponse(key=key, status=response.status_code, headers=headers,
-                                  body=rec.blob(content, media) if content else None,
-                                  duration_ms=(rec.timer() - started) * 1000), caused_by=asked.seq)
-            return httpx.Response(response.status_code, headers=headers, content=content)
-
-    @staticmethod
-    def _response(answer: HTTPResponse) -> httpx.Response:
-        content = answer.body.read_bytes() if answer.body is not None else b""
-        headers = {k: v if isinstance(v, str) else v.text() for k, v in answer.headers.items()}
-        return httpx.Response(answer.status, headers=headers, content=content)
-
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Serve the recorded response, or send the request and record the exchange."""
-        return run(self._exchange(self._recorder(), request, request.read(), _send(self._transport)))
+        if self._transport is None:
+            self._transport, self._own_sync = httpx.HTTPTransport(), True
+        return run(exchange(self._recorder(), request, request.read(), _send(self._transport),
+                            redact=self._redact, keep=self._keep))
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """:meth:`handle_request` for async clients."""
         rec = self._recorder()
-        return await arun(self._exchange(rec, request, await request.aread(), _asend(self._async_transport)))
+        if self._async_transport is None:
+            self._async_transport, self._own_async = httpx.AsyncHTTPTransport(), True
+        return await arun(exchange(rec, request, await request.aread(), _asend(self._async_transport),
+                                   redact=self._redact, keep=self._keep))
+
+    def close(self) -> None:
+        """Close the transport this one made for itself (the client closes it)."""
+        if self._own_sync and self._transport is not None:
+            self._transport.close()
+
+    async def aclose(self) -> None:
+        """Close the async transport this one made for itself."""
+        if self._own_async and self._async_transport is not None:
+            await self._async_transport.aclose()
 
 
 def client(rec: Recorder | None = None, *, transport: httpx.BaseTransport | None = None,
@@ -179,3 +298,106 @@ def async_client(rec: Recorder | None = None, *, transport: httpx.AsyncBaseTrans
     """An ``httpx.AsyncClient`` whose exchanges are recorded through ``rec``."""
     return httpx.AsyncClient(transport=RecordingTransport(rec, async_transport=transport, redact=redact),
                              **kwargs)
+
+
+# --- the process-wide patch ----------------------------------------------------------------------
+
+#: The httpx distributions patched: ``httpx`` and its fork ``httpx2`` (the one the OpenAI,
+#: Anthropic and Agents SDKs import), whichever are installed. Their classes are separate, so
+#: each is patched with its own ``Request`` and ``Response`` types.
+HTTPX_MODULES: Final = ("httpx", "httpx2")
+
+
+@dataclass(frozen=True, slots=True)
+class _Patch:
+    module: Any
+    sync: Callable[..., Any]
+    async_: Callable[..., Any]
+    patched_sync: Callable[..., Any]
+    patched_async: Callable[..., Any]
+
+
+_patches: dict[str, _Patch] = {}
+_install_lock = threading.Lock()
+
+
+def _recording_here() -> Recorder | None:
+    """The recorder that should record a request sent here, if any."""
+    rec = active_recorder()
+    if rec is None or not rec.capture_http or inside_recorded_call():
+        return None
+    return rec
+
+
+def _patch(module: Any) -> _Patch:
+    original_sync = module.HTTPTransport.handle_request
+    original_async = module.AsyncHTTPTransport.handle_async_request
+
+    def handle_request(self: Any, request: Any) -> Any:
+        rec = _recording_here()
+        if rec is None:
+            return original_sync(self, request)
+
+        def send(request: Any) -> Any:
+            response = original_sync(self, request)
+            response.read()
+            return response
+
+        return run(exchange(rec, request, request.read(), send, http=module))
+
+    async def handle_async_request(self: Any, request: Any) -> Any:
+        rec = _recording_here()
+        if rec is None:
+            return await original_async(self, request)
+
+        async def send(request: Any) -> Any:
+            response = await original_async(self, request)
+            await response.aread()
+            return response
+
+        return await arun(exchange(rec, request, await request.aread(), send, http=module))
+
+    return _Patch(module, original_sync, original_async, handle_request, handle_async_request)
+
+
+def _modules() -> list[Any]:
+    found = []
+    for name in HTTPX_MODULES:
+        try:
+            found.append(importlib.import_module(name))
+        except ImportError:
+            continue
+    return found
+
+
+def install() -> None:
+    """Patch httpx's transports once, process-wide (``httpx.HTTPTransport.handle_request`` and
+    ``AsyncHTTPTransport.handle_async_request``, the way respx and vcrpy do; ``httpx2`` too when
+    it is installed), so that every request sent inside a recording, by any client created
+    before or inside it, is recorded, and served from the log on replay.
+
+    Called by every recording, replay and fork as it starts; harmless to call again. Outside
+    a recording (or in one made with ``capture_http=False``) a request passes through
+    untouched, at the cost of one context-variable lookup.
+    """
+    with _install_lock:
+        for module in _modules():
+            patch = _patches.get(module.__name__)
+            if patch is None:
+                patch = _patches[module.__name__] = _patch(module)
+            module.HTTPTransport.handle_request = patch.patched_sync
+            module.AsyncHTTPTransport.handle_async_request = patch.patched_async
+
+
+def uninstall() -> None:
+    """Put httpx's transports back as they were (for benchmarks and tests)."""
+    with _install_lock:
+        for patch in _patches.values():
+            patch.module.HTTPTransport.handle_request = patch.sync
+            patch.module.AsyncHTTPTransport.handle_async_request = patch.async_
+
+
+def installed() -> bool:
+    """True while httpx's transports are patched."""
+    patch = _patches.get("httpx")
+    return patch is not None and httpx.HTTPTransport.handle_request is patch.patched_sync

@@ -1,0 +1,150 @@
+"""Every httpx request inside a recording is recorded, by any client, with no change to the
+program; a model endpoint's request is an LLM call with tokens and cost; replay serves it all
+from the log with zero requests to the server."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from _server import ANSWERED_MODEL, MODEL, USAGE, LLMServer, expected_cost
+
+import agentlog as al
+from agentlog.capture import transport
+from agentlog.events import LLMResponse
+
+QUESTION = [{"role": "user", "content": "cpu=0.9, what now?"}]
+
+
+def _types(run: Any) -> list[str]:
+    return [e.type for e in run.iter_events()]
+
+
+def test_a_client_made_before_the_recording_is_recorded(server: LLMServer, store: Any) -> None:
+    client = openai.OpenAI(base_url=server.url, api_key="sk-secret-1", max_retries=0)
+    with client, al.recording(store=store, name="plain") as rec:
+        answer = client.chat.completions.create(model=MODEL, messages=QUESTION, temperature=0)
+    assert answer.choices[0].message.content == "restart the api"
+    run = store.run(rec.run_id)
+    assert _types(run) == ["run.started", "span.started", "llm.request", "http.request", "http.response",
+                           "llm.response", "span.ended", "run.finished"]
+    calls = run.llm_calls()
+    assert len(calls) == 1
+    row = calls.iloc[0]
+    assert (row["model"], row["input_tokens"], row["output_tokens"], row["cached_tokens"]) == (
+        ANSWERED_MODEL, USAGE["prompt_tokens"], USAGE["completion_tokens"], 10)
+    assert row["cost_usd"] == expected_cost()
+    http = run.event(3)
+    assert http.payload["headers"]["authorization"] == "[REDACTED]"
+    assert "sk-secret-1" not in str([e.payload for e in run.iter_events()])
+    request = run.event(2)
+    assert request.payload["messages"] == QUESTION and request.payload["params"] == {"temperature": 0}
+    assert run.verify().ok
+
+
+def test_requests_outside_a_recording_pass_through(server: LLMServer, store: Any) -> None:
+    with al.recording(store=store, name="install"):
+        pass
+    assert transport.installed()
+    response = httpx.get(server.url.replace("/v1", "/nowhere"))
+    assert response.status_code == 501  # the server's own answer to a GET: untouched
+    assert len(store.list_runs()) == 1
+
+
+def test_capture_http_false_records_nothing(server: LLMServer, store: Any) -> None:
+    client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
+    with client, al.recording(store=store, name="off", capture_http=False) as rec:
+        client.chat.completions.create(model=MODEL, messages=QUESTION)
+    assert _types(store.run(rec.run_id)) == ["run.started", "run.finished"]
+    assert len(server.requests) == 1
+
+
+def test_strict_replay_sends_no_request(server: LLMServer, store: Any) -> None:
+    def program(rec: Any) -> str:
+        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            first = client.chat.completions.create(model=MODEL, messages=QUESTION)
+        page = httpx.post(server.url + "/nothing-here", json={"q": 1})  # plain HTTP: http.* only
+        return f"{first.choices[0].message.content} / {page.status_code}"
+
+    run = al.record(program, store=store, name="replay")
+    assert len(server.requests) == 2 and run.status == "finished"
+    assert _types(run).count("llm.response") == 1 and _types(run).count("http.response") == 2
+    before = len(server.requests)
+    result = al.replay(program, run)
+    assert result.ok, str(result.divergence)
+    assert result.result == run.event(len(run) - 1).payload["result"]
+    assert len(server.requests) == before  # zero requests: every answer came from the log
+
+
+def test_permissive_replay_serves_the_answer_at_no_cost(server: LLMServer, store: Any) -> None:
+    def program(rec: Any) -> str:
+        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            return str(client.chat.completions.create(model=MODEL, messages=QUESTION).choices[0].message.content)
+
+    run = al.record(program, store=store, name="permissive")
+    again = al.replay(program, run, mode="permissive")
+    assert len(server.requests) == 1 and again.served == 2  # the HTTP response and the LLM answer
+    [answer] = [e for e in again.run.iter_events() if e.type == "llm.response"]
+    assert LLMResponse.of(answer).cache_hit and answer.cost_usd == 0
+
+
+def test_async_clients_are_recorded_and_replayed(server: LLMServer, store: Any) -> None:
+    async def program(rec: Any) -> list[str]:
+        async with openai.AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            async def ask(n: int) -> str:
+                answer = await client.chat.completions.create(
+                    model=MODEL, messages=[{"role": "user", "content": f"question {n}"}])
+                return str(answer.choices[0].message.content)
+            return [await ask(1), await ask(2)]
+
+    run = asyncio.run(al.arecord(program, store=store, name="async"))
+    assert len(run.llm_calls()) == 2 and len(server.requests) == 2
+    assert run.llm_calls()["cost_usd"].sum() == pytest.approx(2 * expected_cost())
+
+
+def test_an_explicit_recording_client_is_not_recorded_twice(server: LLMServer, store: Any) -> None:
+    def program(rec: Any) -> str:
+        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0,
+                           http_client=al.transport.client(rec)) as client:
+            return str(client.chat.completions.create(model=MODEL, messages=QUESTION).choices[0].message.content)
+
+    run = al.record(program, store=store, name="explicit")
+    assert _types(run).count("http.request") == 1 and len(run.llm_calls()) == 1
+    assert al.replay(program, run).ok
+
+
+def test_a_model_call_inside_rec_llm_is_one_row(server: LLMServer, store: Any) -> None:
+    client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
+
+    def program(rec: Any) -> str | None:
+        return rec.llm({"model": MODEL, "messages": QUESTION},
+                       call=lambda req: client.chat.completions.create(**req)).content
+
+    with client:
+        run = al.record(program, store=store, name="nested")
+        assert _types(run).count("llm.response") == 1 and "http.request" not in _types(run)
+        assert al.replay(program, run).ok
+
+
+def test_a_failed_connection_is_recorded_and_replayed(store: Any) -> None:
+    with LLMServer() as gone:
+        url = gone.url
+    client = openai.OpenAI(base_url=url, api_key="test", max_retries=0)
+
+    def program(rec: Any) -> str:
+        try:
+            client.chat.completions.create(model=MODEL, messages=QUESTION)
+        except openai.APIConnectionError:
+            return "unreachable"
+        return "reached"
+
+    with client:
+        run = al.record(program, store=store, name="down")
+        replayed = al.replay(program, run)
+    assert run.event(len(run) - 1).payload["result"] == "unreachable"
+    assert [e.payload["kind"] for e in run.iter_events() if e.type == "error"] == ["http.response", "llm.response"]
+    assert run.llm_calls()["cost_usd"].isna().tolist() == [True]  # no answer: cost unknown, not $0
+    assert replayed.ok, str(replayed.divergence)
