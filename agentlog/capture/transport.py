@@ -149,19 +149,20 @@ def _answer(rec: Recorder, call: ModelCall, key: str, status: int, content: byte
 
 
 def _served_answer(rec: Recorder, call: ModelCall, key: str, answer: HTTPResponse,
-                   asked: Event) -> None:
+                   asked: Event) -> Event:
     """Serve the recorded answer of a model call whose HTTP response was served: the log's own
     (a replay, a fork's cache), or, when the log has none, the answer read from the served bytes
     as a served answer costs: nothing."""
-    if rec.serve(LLM_RESPONSE, key, asked) is not None:
-        return
+    served = rec.serve(LLM_RESPONSE, key, asked)
+    if served is not None:
+        return served
     content = answer.body.read_bytes() if answer.body is not None else b""
     body = _answer(rec, call, key, answer.status, content, asked, rec.timer())
     if isinstance(body, LLMResponse):
         body = dataclasses.replace(body, cache_hit=True, cost_source="cache", duration_ms=None,
                                    served_from_seq=answer.served_from_seq,
                                    cost_usd=0.0 if body.model is not None else None)
-    rec.emit(body, caused_by=asked.seq)
+    return rec.emit(body, caused_by=asked.seq)
 
 
 def exchange(rec: Recorder, request: Any, body: bytes, send: Callable[[Any], Any], *,
@@ -200,10 +201,11 @@ def exchange(rec: Recorder, request: Any, body: bytes, send: Callable[[Any], Any
                 if asked_llm is not None and llm_key is not None \
                         and rec.serve(LLM_RESPONSE, llm_key, asked_llm) is None:
                     rec.emit(dataclasses.replace(failed, kind=LLM_RESPONSE, key=llm_key), caused_by=asked_llm.seq)
-                raise http.TransportError(f"recorded failure (seq {served.seq}): {failed.error}")
+                raise _recorded_failure(failed, http)
             answer = HTTPResponse.of(served)
             if call is not None and asked_llm is not None and llm_key is not None:
-                _served_answer(rec, call, llm_key, answer, asked_llm)
+                done = _served_answer(rec, call, llm_key, answer, asked_llm)
+                model_calls(rec).append(TransportCall(asked_llm.seq, done.seq, done.model))
             return _response(answer, http)
         started = rec.timer()  # the recorder's timer: a fixed clock makes runs reproducible
         try:
@@ -225,6 +227,17 @@ def exchange(rec: Recorder, request: Any, body: bytes, send: Callable[[Any], Any
                             caused_by=asked_llm.seq)
             model_calls(rec).append(TransportCall(asked_llm.seq, done.seq, done.model))
         return http.Response(response.status_code, headers=headers, content=content)
+
+
+def _recorded_failure(failed: CallFailed, http: Any) -> Exception:
+    """The exception a recorded failure raises again: the same httpx error with the same message
+    (so the program, and the span it was in, end as they did), else a ``TransportError``."""
+    cls = getattr(http, str(failed.type), None)
+    text = str(failed.error)
+    if isinstance(cls, type) and issubclass(cls, http.TransportError):
+        prefix = f"{failed.type}: "
+        return cls(text.removeprefix(prefix))  # type: ignore[no-any-return]
+    return http.TransportError(f"recorded failure: {text}")  # type: ignore[no-any-return]
 
 
 def _response(answer: HTTPResponse, http: Any) -> Any:
@@ -265,16 +278,19 @@ class RecordingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         """Serve the recorded response, or send the request and record the exchange."""
         if self._transport is None:
             self._transport, self._own_sync = httpx.HTTPTransport(), True
-        return run(exchange(self._recorder(), request, request.read(), _send(self._transport),
-                            redact=self._redact, keep=self._keep))
+        response: httpx.Response = run(exchange(self._recorder(), request, request.read(),
+                                                _send(self._transport), redact=self._redact, keep=self._keep))
+        return response
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """:meth:`handle_request` for async clients."""
         rec = self._recorder()
         if self._async_transport is None:
             self._async_transport, self._own_async = httpx.AsyncHTTPTransport(), True
-        return await arun(exchange(rec, request, await request.aread(), _asend(self._async_transport),
-                                   redact=self._redact, keep=self._keep))
+        response: httpx.Response = await arun(exchange(rec, request, await request.aread(),
+                                                       _asend(self._async_transport), redact=self._redact,
+                                                       keep=self._keep))
+        return response
 
     def close(self) -> None:
         """Close the transport this one made for itself (the client closes it)."""

@@ -35,3 +35,14 @@ def fresh_loop() -> Iterator[None]:
     finally:
         asyncio.set_event_loop(None)
         loop.close()
+
+
+@pytest.fixture
+def instrumented() -> Iterator[Any]:
+    """al.instrument() with the OpenAI and Agents SDK instrumentors, off after the test."""
+    handle = al.instrument(instrumentors=["openinference-instrumentation-openai",
+                                          "openinference-instrumentation-openai-agents"])
+    try:
+        yield handle
+    finally:
+        handle.uninstrument()

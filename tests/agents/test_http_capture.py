@@ -148,3 +148,23 @@ def test_a_failed_connection_is_recorded_and_replayed(store: Any) -> None:
     assert [e.payload["kind"] for e in run.iter_events() if e.type == "error"] == ["http.response", "llm.response"]
     assert run.llm_calls()["cost_usd"].isna().tolist() == [True]  # no answer: cost unknown, not $0
     assert replayed.ok, str(replayed.divergence)
+
+
+def test_transport_and_opentelemetry_on_one_call_make_one_row(instrumented: Any, server: LLMServer,
+                                                              store: Any) -> None:
+    def program(rec: Any) -> str:
+        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client, \
+                rec.span("triage", kind="agent"):
+            answer = client.chat.completions.create(model=MODEL, messages=QUESTION)
+        return str(answer.choices[0].message.content)
+
+    run = al.record(program, store=store, name="both")
+    kinds = [w.kind for w in instrumented.processor.written(run.id)]
+    assert kinds == ["llm"]  # the OpenAI instrumentor's span was written...
+    assert instrumented.processor.written(run.id)[0].call_seqs == []  # ...without a call of its own
+    calls = run.llm_calls()
+    assert len(calls) == 1 and calls["cost_usd"].sum() == expected_cost()  # paid once
+    before = len(server.requests)
+    replayed = al.replay(program, run)
+    assert replayed.ok, str(replayed.divergence)
+    assert len(server.requests) == before
