@@ -34,6 +34,7 @@ import random as _random
 import time
 import uuid as _uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -49,6 +50,7 @@ from ..events import (
     CallFailed,
     Event,
     LLMRequest,
+    LLMResponse,
     RandomValue,
     SpanEnded,
     SpanStarted,
@@ -63,6 +65,7 @@ from ..redact import Redactor
 from .effects import Opaque, Steps, arun, run
 from .providers import LLMResult, normalize
 from .sinks import Interrupted, Sink
+from .streams import assemble, drain, is_stream, stream_api
 
 __all__ = ["LLMCallError", "Recorder", "active_recorder", "call_failed", "error_text", "span", "takes_idempotency_key",
            "tool"]
@@ -279,7 +282,11 @@ class Recorder:
             request: a chat-style mapping: model, messages, tools, params, response_format
                 (nested under ``params`` or flat, OpenAI-style).
             call: performs the request and returns the provider's response (an SDK object, a
-                mapping, or a string; see :mod:`agentlog.capture.providers`).
+                mapping, or a string; see :mod:`agentlog.capture.providers`), or the SDK's
+                stream of chunks (``stream=True``): it is read to the end and recorded as one
+                answer (:mod:`agentlog.capture.streams`); usage is what the stream reported,
+                and without any (OpenAI's ``stream_options.include_usage`` not asked) the cost
+                is unknown. An async stream needs :meth:`allm`.
             provider: the provider's name, when the usage shape alone is ambiguous (and to
                 price the call at that provider).
         """
@@ -337,11 +344,17 @@ class Recorder:
                 failed = self.emit(call_failed(LLM_RESPONSE, key, exc), actor=actor, caused_by=asked.seq)
                 raise LLMCallError(failed.seq, error_text(exc)) from exc
             self.live_calls += 1
+            streamed = is_stream(raw)
+            if streamed:  # an SDK's stream: its chunks, assembled into the response they stand for
+                chunks = yield Opaque(drain, raw)
+                raw = assemble(stream_api(chunks), chunks)
             answered = self._llm_answer(raw, key, request, asked, started, provider)
+            if streamed and not (raw.get("usage") or raw.get("usageMetadata")):
+                answered = replace(answered, cost_usd=None, cost_source="unknown")  # none reported
             return LLMResult.from_event(self.emit(answered, actor=actor, caused_by=asked.seq))
 
     def _llm_answer(self, raw: Any, key: str, request: Mapping[str, Any], asked: Event,
-                    started: float, provider: str | None) -> Body:
+                    started: float, provider: str | None) -> LLMResponse:
         duration = (self.timer() - started) * 1000
         answer = normalize(raw, provider=provider)
         model = answer.model or request.get("model")

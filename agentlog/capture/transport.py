@@ -46,6 +46,7 @@ from ..events import (
     ERROR,
     HTTP_RESPONSE,
     LLM_RESPONSE,
+    BlobRef,
     Body,
     CallFailed,
     Event,
@@ -58,6 +59,7 @@ from ..redact import MARKER, Redactor
 from .effects import Opaque, Steps, arun, inside_recorded_call, run
 from .endpoints import ModelCall, model_call
 from .recorder import Recorder, active_recorder, call_failed
+from .streams import assemble, sse_events
 
 __all__ = ["KEPT_RESPONSE_HEADERS", "RecordingTransport", "TransportCall", "async_client", "client",
            "exchange", "install", "installed", "model_calls", "uninstall"]
@@ -135,17 +137,24 @@ def model_calls(rec: Recorder) -> deque[TransportCall]:
 
 
 def _answer(rec: Recorder, call: ModelCall, key: str, status: int, content: bytes,
-            asked: Event, started: float) -> Body:
-    """The ``llm.response`` (or the ``error``) of a model call answered with ``content``."""
+            asked: Event, started: float, stream: BlobRef | None = None) -> Body:
+    """The ``llm.response`` (or the ``error``) of a model call answered with ``content`` (a
+    streamed answer's raw events, assembled, with ``stream`` the blob that keeps them)."""
     if not 200 <= status < 300:
         return CallFailed(kind=LLM_RESPONSE, key=key, error=f"HTTP {status}: {content[:200].decode(errors='replace')}",
                           type="HTTPStatusError")
     try:
-        raw = json.loads(content)
-        return rec._llm_answer(raw, key, call.request, asked, started, call.provider)
+        raw = assemble(call.api, sse_events(content)) if call.streamed else json.loads(content)
+        answer = rec._llm_answer(raw, key, call.request, asked, started, call.provider)
     except (ValueError, TypeError, UsageError) as exc:
         return CallFailed(kind=LLM_RESPONSE, key=key, error=f"unreadable model answer: {exc}",
                           type=type(exc).__name__)
+    if isinstance(answer, LLMResponse) and call.streamed:
+        unknown = not raw.get("usage") and not raw.get("usageMetadata")  # the stream reported none
+        answer = dataclasses.replace(answer, stream=stream)
+        if unknown:
+            answer = dataclasses.replace(answer, cost_usd=None, cost_source="unknown")
+    return answer
 
 
 def _served_answer(rec: Recorder, call: ModelCall, key: str, answer: HTTPResponse,
@@ -157,7 +166,8 @@ def _served_answer(rec: Recorder, call: ModelCall, key: str, answer: HTTPRespons
     if served is not None:
         return served
     content = answer.body.read_bytes() if answer.body is not None else b""
-    body = _answer(rec, call, key, answer.status, content, asked, rec.timer())
+    body = _answer(rec, call, key, answer.status, content, asked, rec.timer(),
+                   answer.body if call.streamed else None)
     if isinstance(body, LLMResponse):
         body = dataclasses.replace(body, cache_hit=True, cost_source="cache", duration_ms=None,
                                    served_from_seq=answer.served_from_seq,
@@ -178,8 +188,6 @@ def exchange(rec: Recorder, request: Any, body: bytes, send: Callable[[Any], Any
     """
     redactor = rec.redactor.with_names(redact)
     call = model_call(request.method, request.url.path, body)
-    if call is not None and call.streamed:
-        call = None  # a stream is kept as an HTTP exchange (its model row: not yet)
     name = str(call.request.get("model") or "llm") if call else f"{request.method} {request.url.host}"
     with rec.span(name, kind="llm" if call else "http"):
         asked_llm = llm_key = None
@@ -219,12 +227,12 @@ def exchange(rec: Recorder, request: Any, body: bytes, send: Callable[[Any], Any
         content = response.content
         headers = {k.lower(): v for k, v in response.headers.items() if k.lower() in keep}
         media = response.headers.get("content-type", "application/octet-stream")
-        rec.emit(HTTPResponse(key=key, status=response.status_code, headers=headers,
-                              body=rec.blob(content, media) if content else None,
+        blob = rec.blob(content, media) if content else None
+        rec.emit(HTTPResponse(key=key, status=response.status_code, headers=headers, body=blob,
                               duration_ms=(rec.timer() - started) * 1000), caused_by=asked.seq)
         if call is not None and asked_llm is not None and llm_key is not None:
-            done = rec.emit(_answer(rec, call, llm_key, response.status_code, content, asked_llm, started),
-                            caused_by=asked_llm.seq)
+            done = rec.emit(_answer(rec, call, llm_key, response.status_code, content, asked_llm, started,
+                                    blob if call.streamed else None), caused_by=asked_llm.seq)
             model_calls(rec).append(TransportCall(asked_llm.seq, done.seq, done.model))
         return http.Response(response.status_code, headers=headers, content=content)
 
