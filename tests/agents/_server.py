@@ -15,6 +15,7 @@ in the Responses API's shape. Every request is counted and kept (``server.reques
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
@@ -49,6 +50,12 @@ def chat_answer(body: dict[str, Any]) -> tuple[dict[str, Any], str]:
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        # headers and body go out in separate writes: without this, Nagle's algorithm and the
+        # client's delayed ACK hold each answer ~40 ms
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
