@@ -67,7 +67,7 @@ from .providers import LLMResult, normalize
 from .sinks import Interrupted, Sink
 from .streams import assemble, drain, is_stream, stream_api
 
-__all__ = ["LLMCallError", "Recorder", "active_recorder", "call_failed", "error_text", "span", "takes_idempotency_key",
+__all__ = ["LLMCallError", "OpenSpan", "Recorder", "active_recorder", "call_failed", "error_text", "span", "takes_idempotency_key",
            "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -254,20 +254,28 @@ class Recorder:
         ``span.ended`` records ``status`` ``ok`` or ``error`` with the error text. Nesting follows
         ``contextvars``, so spans nest correctly across ``asyncio`` tasks.
         """
+        opened = self.open_span(name, kind, actor=actor, attributes=attributes)
+        token = _current_span.set((id(self), opened.span_id))
+        try:
+            yield opened.span_id
+        except BaseException as exc:
+            _current_span.reset(token)
+            opened.close(exc)
+            raise
+        _current_span.reset(token)
+        opened.close()
+
+    def open_span(self, name: str, kind: str = "chain", *, actor: str | None = None,
+                  attributes: Mapping[str, Any] | None = None) -> OpenSpan:
+        """Write ``span.started`` and return the span, to be closed later with
+        :meth:`OpenSpan.close` (a span that outlives the code that opened it: a stream read
+        after the call returned). Events go into it when given its ``span_id``, or inside
+        :meth:`OpenSpan.entered`. :meth:`span` is this with a ``with`` block."""
         span_id = f"s{self._sink.next_seq}"
         started = self.emit(SpanStarted(name=name, kind=kind, parent=self.current_span,
                                         attributes=dict(attributes) if attributes else None),
                             actor=actor, span_id=span_id)
-        token = _current_span.set((id(self), span_id))
-        try:
-            yield span_id
-        except BaseException as exc:
-            _current_span.reset(token)
-            self.emit(SpanEnded(name=name, status="error", error=_span_error(exc)),
-                      actor=actor, caused_by=started.seq, span_id=span_id)
-            raise
-        _current_span.reset(token)
-        self.emit(SpanEnded(name=name), actor=actor, caused_by=started.seq, span_id=span_id)
+        return OpenSpan(self, name, span_id, started.seq, actor)
 
     # --- model calls ------------------------------------------------------------------------
 
@@ -481,6 +489,30 @@ class Recorder:
 
     def __repr__(self) -> str:
         return f"<Recorder run={self.run_id} next_seq={self._sink.next_seq}>"
+
+
+class OpenSpan:
+    """A span opened by :meth:`Recorder.open_span`, not closed yet."""
+
+    __slots__ = ("actor", "name", "rec", "span_id", "started_seq")
+
+    def __init__(self, rec: Recorder, name: str, span_id: str, started_seq: int, actor: str | None) -> None:
+        self.rec, self.name, self.span_id, self.started_seq, self.actor = rec, name, span_id, started_seq, actor
+
+    @contextlib.contextmanager
+    def entered(self) -> Iterator[str]:
+        """Make this span the current one of its recorder in this context, inside the block."""
+        token = _current_span.set((id(self.rec), self.span_id))
+        try:
+            yield self.span_id
+        finally:
+            _current_span.reset(token)
+
+    def close(self, error: BaseException | None = None) -> Event:
+        """Write ``span.ended``: ``ok``, or ``error`` with ``error``'s text."""
+        body = SpanEnded(name=self.name) if error is None else SpanEnded(
+            name=self.name, status="error", error=_span_error(error))
+        return self.rec.emit(body, actor=self.actor, caused_by=self.started_seq, span_id=self.span_id)
 
 
 # --- decorators for existing code -------------------------------------------------------------

@@ -31,17 +31,20 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import logging
 import threading
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlencode
 
 import httpx
 
-from ..errors import UsageError
+log = logging.getLogger("agentlog.capture")
+
+from ..errors import RunClosedError, UsageError
 from ..events import (
     ERROR,
     HTTP_RESPONSE,
@@ -58,7 +61,7 @@ from ..keys import http_key
 from ..redact import MARKER, Redactor
 from .effects import Opaque, Steps, arun, inside_recorded_call, run
 from .endpoints import ModelCall, model_call
-from .recorder import Recorder, active_recorder, call_failed
+from .recorder import OpenSpan, Recorder, active_recorder, call_failed
 from .streams import assemble, sse_events
 
 __all__ = ["KEPT_RESPONSE_HEADERS", "RecordingTransport", "TransportCall", "async_client", "client",
@@ -175,66 +178,188 @@ def _served_answer(rec: Recorder, call: ModelCall, key: str, answer: HTTPRespons
     return rec.emit(body, caused_by=asked.seq)
 
 
+@dataclass(slots=True)
+class _Asked:
+    """What an exchange wrote before its answer came: the requests and their keys."""
+
+    rec: Recorder
+    call: ModelCall | None
+    key: str
+    request: Event
+    llm_key: str | None = None
+    llm_request: Event | None = None
+
+    def answered(self, status: int, headers: dict[str, Any], media: str, content: bytes,
+                 started: float, span_id: str | None = None) -> None:
+        """Write the live answer: ``http.response``, and for a model call ``llm.response``."""
+        rec = self.rec
+        blob = rec.blob(content, media) if content else None
+        rec.emit(HTTPResponse(key=self.key, status=status, headers=headers, body=blob,
+                              duration_ms=(rec.timer() - started) * 1000), caused_by=self.request.seq,
+                 span_id=span_id)
+        if self.call is not None and self.llm_request is not None and self.llm_key is not None:
+            done = rec.emit(_answer(rec, self.call, self.llm_key, status, content, self.llm_request, started,
+                                    blob if self.call.streamed else None),
+                            caused_by=self.llm_request.seq, span_id=span_id)
+            model_calls(rec).append(TransportCall(self.llm_request.seq, done.seq, done.model))
+
+
+def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redact: Iterable[str]) -> _Asked:
+    """Write the requests: ``llm.request`` for a model call, then ``http.request``."""
+    redactor = rec.redactor.with_names(redact)
+    llm_request = llm_key = None
+    if call is not None:
+        llm_body = rec._llm_request(call.request, call.provider)
+        llm_request, llm_key = rec.emit(llm_body), llm_body.key
+    url = redactor.url(str(request.url))
+    media = request.headers.get("content-type", "application/octet-stream")
+    body = redact_body(redactor, body, media)
+    key = http_key(request.method, url, body)
+    asked = rec.emit(HTTPRequest(key=key, method=request.method, url=url,
+                                 headers=redactor.headers(request.headers.items()),
+                                 body=rec.blob(body, media) if body else None),
+                     caused_by=None if llm_request is None else llm_request.seq)
+    return _Asked(rec, call, key, asked, llm_key, llm_request)
+
+
+def _serve(asked: _Asked, http: Any) -> Any:
+    """The recorded response to serve (and the model call's recorded answer), or ``None``."""
+    rec, call = asked.rec, asked.call
+    served = rec.serve(HTTP_RESPONSE, asked.key, asked.request)
+    if served is None:
+        return None
+    if served.type == ERROR:
+        failed = CallFailed.of(served)
+        if asked.llm_request is not None and asked.llm_key is not None \
+                and rec.serve(LLM_RESPONSE, asked.llm_key, asked.llm_request) is None:
+            rec.emit(dataclasses.replace(failed, kind=LLM_RESPONSE, key=asked.llm_key),
+                     caused_by=asked.llm_request.seq)
+        raise _recorded_failure(failed, http)
+    answer = HTTPResponse.of(served)
+    if call is not None and asked.llm_request is not None and asked.llm_key is not None:
+        done = _served_answer(rec, call, asked.llm_key, answer, asked.llm_request)
+        model_calls(rec).append(TransportCall(asked.llm_request.seq, done.seq, done.model))
+    return _response(answer, http)
+
+
+def _failed(asked: _Asked, exc: Exception) -> None:
+    asked.rec.emit(call_failed(HTTP_RESPONSE, asked.key, exc), caused_by=asked.request.seq)
+    if asked.llm_request is not None and asked.llm_key is not None:
+        asked.rec.emit(call_failed(LLM_RESPONSE, asked.llm_key, exc), caused_by=asked.llm_request.seq)
+
+
+def _read(response: Any) -> Any:
+    """The body of a response opened unread: bytes, or an awaitable of them (async)."""
+    return response.aread() if hasattr(response.stream, "__aiter__") and not hasattr(
+        response.stream, "__iter__") else response.read()
+
+
 def exchange(rec: Recorder, request: Any, body: bytes, send: Callable[[Any], Any], *,
              redact: Iterable[str] = (), keep: frozenset[str] = KEPT_RESPONSE_HEADERS,
-             http: Any = httpx) -> Steps[Any]:
+             http: Any = httpx, open_stream: Callable[[Any], Any] | None = None) -> Steps[Any]:
     """One exchange: the request, then the served or the live response.
 
     ``http`` is the module whose ``Response`` the client expects (``httpx`` or ``httpx2``).
+    ``send`` returns the response read whole; ``open_stream``, when given, returns it unread,
+    for a streamed model call: the client then reads each chunk as the server sends it, and
+    the answer and the span's end are written when the stream ends (or is closed).
 
     A request to a model endpoint (:mod:`agentlog.capture.endpoints`) is written as a model
     call too: ``llm.request``, the exchange, then ``llm.response`` with usage and cost, in a
     span of kind ``llm``.
     """
-    redactor = rec.redactor.with_names(redact)
     call = model_call(request.method, request.url.path, body)
     name = str(call.request.get("model") or "llm") if call else f"{request.method} {request.url.host}"
-    with rec.span(name, kind="llm" if call else "http"):
-        asked_llm = llm_key = None
-        if call is not None:
-            llm_body = rec._llm_request(call.request, call.provider)
-            asked_llm, llm_key = rec.emit(llm_body), llm_body.key
-        url = redactor.url(str(request.url))
-        media = request.headers.get("content-type", "application/octet-stream")
-        body = redact_body(redactor, body, media)
-        key = http_key(request.method, url, body)
-        asked = rec.emit(HTTPRequest(key=key, method=request.method, url=url,
-                                     headers=redactor.headers(request.headers.items()),
-                                     body=rec.blob(body, media) if body else None),
-                         caused_by=None if asked_llm is None else asked_llm.seq)
-        served = rec.serve(HTTP_RESPONSE, key, asked)
-        if served is not None:
-            if served.type == ERROR:
-                failed = CallFailed.of(served)
-                if asked_llm is not None and llm_key is not None \
-                        and rec.serve(LLM_RESPONSE, llm_key, asked_llm) is None:
-                    rec.emit(dataclasses.replace(failed, kind=LLM_RESPONSE, key=llm_key), caused_by=asked_llm.seq)
-                raise _recorded_failure(failed, http)
-            answer = HTTPResponse.of(served)
-            if call is not None and asked_llm is not None and llm_key is not None:
-                done = _served_answer(rec, call, llm_key, answer, asked_llm)
-                model_calls(rec).append(TransportCall(asked_llm.seq, done.seq, done.model))
-            return _response(answer, http)
-        started = rec.timer()  # the recorder's timer: a fixed clock makes runs reproducible
+    streaming = call is not None and call.streamed and open_stream is not None
+    span = rec.open_span(name, kind="llm" if call else "http")
+    try:
+        with span.entered():
+            asked = _ask(rec, request, body, call, redact)
+            served = _serve(asked, http)
+            if served is not None:
+                span.close()
+                return served
+            started = rec.timer()  # the recorder's timer: a fixed clock makes runs reproducible
+            try:
+                response = yield Opaque(open_stream if streaming else send, request)  # type: ignore[arg-type]
+            except Exception as exc:
+                _failed(asked, exc)
+                raise
+            rec.live_calls += 1
+            headers = {k.lower(): v for k, v in response.headers.items() if k.lower() in keep}
+            media = response.headers.get("content-type", "application/octet-stream")
+            if streaming and 200 <= response.status_code < 300:
+                tee = _tee(http, response.stream, lambda content: _streamed(asked, span, headers, media,
+                                                                             content, started))
+                return http.Response(response.status_code, headers=headers, stream=tee)
+            content = (yield Opaque(_read, response)) if streaming else response.content
+            asked.answered(response.status_code, headers, media, content, started)
+    except BaseException as exc:
+        span.close(exc)
+        raise
+    span.close()
+    return http.Response(response.status_code, headers=headers, content=content)
+
+
+def _streamed(asked: _Asked, span: OpenSpan, headers: dict[str, Any], media: str, content: bytes,
+              started: float) -> None:
+    """A stream ended (or was closed): write its answer, and end its span."""
+    try:
+        asked.answered(200, headers, media, content, started, span_id=span.span_id)
+        span.close()
+    except RunClosedError:  # the program kept the stream past its recording
+        log.warning("agentlog: a stream ended after its recording %s closed; its answer is not "
+                    "recorded", asked.rec.run_id)
+
+
+class _TeeBase:
+    """A response stream that hands each chunk on as it arrives and keeps a copy; at the end
+    (or when closed) the whole body goes to ``done``, once."""
+
+    def __init__(self, inner: Any, done: Callable[[bytes], None]) -> None:
+        self._inner, self._done, self._parts, self._finished = inner, done, list[bytes](), False
+
+    def _finish(self) -> None:
+        if not self._finished:
+            self._finished = True
+            self._done(b"".join(self._parts))
+
+    def __iter__(self) -> Iterator[bytes]:
+        for part in self._inner:
+            self._parts.append(part)
+            yield part
+        self._finish()
+
+    def close(self) -> None:
         try:
-            response = yield Opaque(send, request)  # what it sends is this exchange
-        except Exception as exc:
-            rec.emit(call_failed(HTTP_RESPONSE, key, exc), caused_by=asked.seq)
-            if asked_llm is not None and llm_key is not None:
-                rec.emit(call_failed(LLM_RESPONSE, llm_key, exc), caused_by=asked_llm.seq)
-            raise
-        rec.live_calls += 1
-        content = response.content
-        headers = {k.lower(): v for k, v in response.headers.items() if k.lower() in keep}
-        media = response.headers.get("content-type", "application/octet-stream")
-        blob = rec.blob(content, media) if content else None
-        rec.emit(HTTPResponse(key=key, status=response.status_code, headers=headers, body=blob,
-                              duration_ms=(rec.timer() - started) * 1000), caused_by=asked.seq)
-        if call is not None and asked_llm is not None and llm_key is not None:
-            done = rec.emit(_answer(rec, call, llm_key, response.status_code, content, asked_llm, started,
-                                    blob if call.streamed else None), caused_by=asked_llm.seq)
-            model_calls(rec).append(TransportCall(asked_llm.seq, done.seq, done.model))
-        return http.Response(response.status_code, headers=headers, content=content)
+            self._inner.close()
+        finally:
+            self._finish()
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for part in self._inner:
+            self._parts.append(part)
+            yield part
+        self._finish()
+
+    async def aclose(self) -> None:
+        try:
+            await self._inner.aclose()
+        finally:
+            self._finish()
+
+
+_tees: dict[tuple[str, bool], type] = {}
+
+
+def _tee(http: Any, inner: Any, done: Callable[[bytes], None]) -> Any:
+    """A :class:`_TeeBase` of ``http``'s sync or async byte stream, as ``inner`` is."""
+    asynchronous = hasattr(inner, "__aiter__") and not hasattr(inner, "__iter__")
+    cls = _tees.get((http.__name__, asynchronous))
+    if cls is None:
+        base = http.AsyncByteStream if asynchronous else http.SyncByteStream
+        cls = _tees[(http.__name__, asynchronous)] = type("TeeStream", (_TeeBase, base), {})
+    return cls(inner, done)
 
 
 def _recorded_failure(failed: CallFailed, http: Any) -> Exception:
@@ -367,7 +492,8 @@ def _patch(module: Any) -> _Patch:
             response.read()
             return response
 
-        return run(exchange(rec, request, request.read(), send, http=module))
+        return run(exchange(rec, request, request.read(), send, http=module,
+                            open_stream=lambda request: original_sync(self, request)))
 
     async def handle_async_request(self: Any, request: Any) -> Any:
         rec = _recording_here()
@@ -379,7 +505,11 @@ def _patch(module: Any) -> _Patch:
             await response.aread()
             return response
 
-        return await arun(exchange(rec, request, await request.aread(), send, http=module))
+        async def open_stream(request: Any) -> Any:
+            return await original_async(self, request)
+
+        return await arun(exchange(rec, request, await request.aread(), send, http=module,
+                                   open_stream=open_stream))
 
     return _Patch(module, original_sync, original_async, handle_request, handle_async_request)
 

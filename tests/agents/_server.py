@@ -5,7 +5,8 @@ offered and the conversation holds no tool result yet, it asks for the first too
 arguments ``{"service": "api"}``; otherwise it answers text that quotes the last tool result
 (so a fork that changes a tool result changes the next request and the answer). With
 ``"stream": true`` the answer comes as server-sent events, one chunk per word, usage in a last
-chunk only when ``stream_options.include_usage`` asked for it. ``POST /v1/responses`` answers
+chunk only when ``stream_options.include_usage`` asked for it (:meth:`LLMServer.hold_streams`
+holds a stream after its first chunks until the test releases it). ``POST /v1/responses`` answers
 in the Responses API's shape. Every request is counted and kept (``server.requests``).
 
     with LLMServer() as server:
@@ -108,7 +109,9 @@ class _Handler(BaseHTTPRequestHandler):
         chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
         if (body.get("stream_options") or {}).get("include_usage"):
             chunks.append({**base, "choices": [], "usage": USAGE})
-        for chunk in chunks:
+        for i, chunk in enumerate(chunks):
+            if i == 2 and self.server.gate is not None:  # hold the rest until the client has the start
+                self.server.gate_waited = self.server.gate.wait(timeout=10)
             self._chunk(f"data: {json.dumps(chunk)}\n\n".encode())
         self._chunk(b"data: [DONE]\n\n")
         self._chunk(b"")
@@ -134,6 +137,8 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     requests: list[tuple[str, dict[str, Any]]]
     lock: threading.Lock
+    gate: threading.Event | None = None
+    gate_waited: bool | None = None
 
 
 class LLMServer:
@@ -148,6 +153,17 @@ class LLMServer:
     def url(self) -> str:
         """The OpenAI base URL (``http://127.0.0.1:<port>/v1``)."""
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def hold_streams(self) -> threading.Event:
+        """Make a stream stop after its first two chunks until the returned event is set (so
+        a test can see a client get chunks before the server sent them all)."""
+        self._server.gate = threading.Event()
+        return self._server.gate
+
+    @property
+    def gate_waited(self) -> bool | None:
+        """Whether the last held stream was released (``False``: it waited 10 s in vain)."""
+        return self._server.gate_waited
 
     @property
     def requests(self) -> list[tuple[str, dict[str, Any]]]:

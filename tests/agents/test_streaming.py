@@ -110,3 +110,41 @@ def test_rec_llm_takes_the_sdks_stream(server: LLMServer, store: Any, asynchrono
     assert types.count("llm.response") == 1 and "http.request" not in types  # one row: rec.llm's
     assert run.llm_calls()["cost_usd"].tolist() == [expected_cost()]
     assert len(server.requests) == 1
+
+
+def test_the_program_gets_each_chunk_as_the_server_sends_it(server: LLMServer, store: Any) -> None:
+    gate = server.hold_streams()  # the server sends two chunks, then waits for the test
+    seen: list[str] = []
+    with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client, \
+            al.recording(store=store, name="live stream") as rec:
+        stream = client.chat.completions.create(model=MODEL, messages=QUESTION, stream=True,
+                                                stream_options=USAGE_ON)
+        for chunk in stream:
+            seen.append(chunk.choices[0].delta.content or "" if chunk.choices else "")
+            if len(seen) == 2:  # got before the server sent the rest: not read whole first
+                assert "llm.response" not in [e.type for e in store.run(rec.run_id).iter_events()]
+                gate.set()
+    assert server.gate_waited is True and "".join(seen) == "restart the api"
+    run = store.run(rec.run_id)
+    assert [e.type for e in run.iter_events()][1:-1] == [
+        "span.started", "llm.request", "http.request", "http.response", "llm.response", "span.ended"]
+    assert run.llm_calls()["cost_usd"].tolist() == [expected_cost()]
+
+
+def test_an_async_stream_reaches_the_program_live(server: LLMServer, store: Any) -> None:
+    gate = server.hold_streams()
+
+    async def program(rec: Any) -> str:
+        parts = []
+        async with openai.AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            stream = await client.chat.completions.create(model=MODEL, messages=QUESTION, stream=True)
+            async for chunk in stream:
+                parts.append(chunk.choices[0].delta.content or "" if chunk.choices else "")
+                if len(parts) == 2:
+                    gate.set()
+        return "".join(parts)
+
+    run = asyncio.run(al.arecord(program, store=store, name="async live stream"))
+    assert server.gate_waited is True and run.event(len(run) - 1).payload["result"] == "restart the api"
+    assert run.llm_calls()["cost_usd"].isna().all()  # no usage asked for: unknown
+    assert asyncio.run(al.areplay(program, run)).ok
