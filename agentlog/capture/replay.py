@@ -105,6 +105,12 @@ def _strict(program: Program, run: Any, reducers: Any, capture_http: bool) -> St
         divergence = Divergence(run_id=run.id, seq=exc.seq, expected=run.event(exc.seq), actual=None,
                                 note="the recorded process was interrupted here and resumed; this "
                                      "program does not resume (an al.AgentProgram does)")
+    except Exception:
+        if sink.first_divergence is None:
+            raise
+    # an SDK may catch the divergence raised inside its HTTP call and fail (or go on) otherwise:
+    # the first difference is the one to report
+    divergence = sink.first_divergence or divergence
     return ReplayResult(mode=ReplayMode.STRICT, ok=divergence is None, events=sink.pos,
                         served=rec.served_calls, live=rec.live_calls, divergence=divergence,
                         result=result)

@@ -168,3 +168,18 @@ def test_transport_and_opentelemetry_on_one_call_make_one_row(instrumented: Any,
     replayed = al.replay(program, run)
     assert replayed.ok, str(replayed.divergence)
     assert len(server.requests) == before
+
+
+def test_a_divergence_inside_the_sdk_is_reported_as_the_first_difference(server: LLMServer, store: Any) -> None:
+    def program(rec: Any, question: str = "cpu=0.9, what now?") -> str:
+        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=2) as client:
+            answer = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": question}])
+        return str(answer.choices[0].message.content)
+
+    run = al.record(program, store=store, name="diverge")
+    # the changed request diverges inside the SDK's HTTP call, which retries and wraps the error
+    result = al.replay(lambda rec: program(rec, "cpu=0.2, what now?"), run)
+    assert not result.ok and result.divergence is not None
+    assert result.divergence.seq == 2 and result.divergence.expected.type == "llm.request"
+    assert "cpu=0.2" in str(result.divergence)
+    assert len(server.requests) == 1  # nothing went out
