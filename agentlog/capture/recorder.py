@@ -67,7 +67,7 @@ from .providers import LLMResult, normalize
 from .sinks import Interrupted, Sink
 from .streams import assemble, drain, is_stream, stream_api
 
-__all__ = ["LLMCallError", "OpenSpan", "Recorder", "active_recorder", "call_failed", "error_text", "span", "takes_idempotency_key",
+__all__ = ["SPAN_PARENTS", "LLMCallError", "OpenSpan", "Recorder", "SpanParent", "active_recorder", "call_failed", "error_text", "span", "takes_idempotency_key",
            "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -76,6 +76,19 @@ V = TypeVar("V", TimeNow, UUIDNew, RandomValue)
 _active: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("agentlog_recorder", default=None)
 _current_span: contextvars.ContextVar[tuple[int, str] | None] = contextvars.ContextVar(
     "agentlog_span", default=None)
+
+
+SpanParent = Callable[["Recorder"], str | None]
+
+#: Where a tracer says which span it has open here: each gives, for a recorder, the agentlog
+#: span id of the span open in the calling context, or ``None``. The OpenTelemetry processor
+#: registers one (:mod:`agentlog.otel`), so a span the recorder opens inside a framework's span
+#: (a model call the HTTP transport records, a recorded tool) nests under it.
+SPAN_PARENTS: list[SpanParent] = []
+
+
+def _span_number(span_id: str | None) -> int:
+    return int(span_id[1:]) if span_id and span_id[1:].isdigit() else -1
 
 
 class LLMCallError(RecordError):
@@ -272,7 +285,12 @@ class Recorder:
         after the call returned). Events go into it when given its ``span_id``, or inside
         :meth:`OpenSpan.entered`. :meth:`span` is this with a ``with`` block."""
         span_id = f"s{self._sink.next_seq}"
-        started = self.emit(SpanStarted(name=name, kind=kind, parent=self.current_span,
+        parent = self.current_span
+        for hook in SPAN_PARENTS:  # the innermost span open here, of whoever opened it last
+            other = hook(self)
+            if _span_number(other) > _span_number(parent):
+                parent = other
+        started = self.emit(SpanStarted(name=name, kind=kind, parent=parent,
                                         attributes=dict(attributes) if attributes else None),
                             actor=actor, span_id=span_id)
         return OpenSpan(self, name, span_id, started.seq, actor)

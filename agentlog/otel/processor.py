@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.sdk.trace import SpanProcessor as _SDKSpanProcessor
 
@@ -188,6 +189,17 @@ class SpanProcessor(_SDKSpanProcessor):
                 call.joined = True
                 return []
         return outs
+
+    def open_span_id(self, rec: Recorder) -> str | None:
+        """The agentlog span id of the OpenTelemetry span current in this context, if this
+        processor wrote it into ``rec``'s run (registered in
+        :data:`agentlog.capture.recorder.SPAN_PARENTS` by :func:`agentlog.instrument`, so the
+        spans the recorder opens nest under the framework's)."""
+        if not self.enabled:
+            return None
+        context = trace.get_current_span().get_span_context()
+        live = self._live.get(context.span_id) if context is not None else None
+        return live.written.span_id if live is not None and live.rec is rec else None
 
     def _started_seq(self, run_id: str, otel_span_id: str) -> int:
         for written in reversed(self._written.get(run_id, ())):

@@ -164,6 +164,9 @@ def test_transport_and_opentelemetry_on_one_call_make_one_row(instrumented: Any,
     assert instrumented.processor.written(run.id)[0].call_seqs == []  # ...without a call of its own
     calls = run.llm_calls()
     assert len(calls) == 1 and calls["cost_usd"].sum() == expected_cost()  # paid once
+    parents = {e.span_id: e.payload["parent"] for e in run.iter_events() if e.type == "span.started"}
+    [otel_span] = instrumented.processor.written(run.id)
+    assert parents[run.event(calls["seq"].iloc[0]).span_id] == otel_span.span_id  # nested in it
     before = len(server.requests)
     replayed = al.replay(program, run)
     assert replayed.ok, str(replayed.divergence)
