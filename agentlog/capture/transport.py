@@ -1,6 +1,21 @@
-"""An httpx transport that records every HTTP exchange and serves it back on replay.
+"""Every HTTP exchange of a recorded program, recorded, and served back on replay.
 
-Any SDK built on httpx (OpenAI, Anthropic, most others) is recorded by handing it a client:
+Inside a recording (``al.record``, ``al.arecord``, ``al.recording``, ``al.run_agent``) and in
+a replay or a fork, every request sent by any httpx client, sync or async, created before or
+inside the block, goes through the recorder active in the calling context: httpx's transports
+are patched once per process (:func:`install`; ``httpx2``, which the OpenAI, Anthropic and
+Agents SDKs import, too). Outside a recording, in one made with ``capture_http=False``, and
+inside a call the recorder answers itself (``rec.llm``, ``rec.tool``: on replay their answer
+is served and they are not called) a request passes through untouched.
+
+A request to a model endpoint (:mod:`agentlog.capture.endpoints`: OpenAI chat completions and
+Responses, Anthropic messages, Gemini ``generateContent``, any OpenAI-compatible server) is a
+model call: ``llm.request``, the exchange, and ``llm.response`` with usage and cost, in a span
+of kind ``llm`` (:func:`model_calls` lists them, for the OpenTelemetry processor's join). A
+streamed one reaches the program chunk by chunk; its answer is assembled when the stream ends
+(:mod:`agentlog.capture.streams`).
+
+A client can also be handed a recorder explicitly:
 
 >>> import agentlog as al, httpx, tempfile
 >>> server = httpx.MockTransport(lambda request: httpx.Response(200, json={"up": True}))
