@@ -7,7 +7,8 @@ arguments ``{"service": "api"}``; otherwise it answers text that quotes the last
 ``"stream": true`` the answer comes as server-sent events, one chunk per word, usage in a last
 chunk only when ``stream_options.include_usage`` asked for it (:meth:`LLMServer.hold_streams`
 holds a stream after its first chunks until the test releases it). ``POST /v1/responses`` answers
-in the Responses API's shape. Every request is counted and kept (``server.requests``).
+in the Responses API's shape, ``POST /v1/messages`` in Anthropic's and
+``POST /v1beta/models/<model>:generateContent`` in Gemini's. Every request is counted and kept (``server.requests``).
 
     with LLMServer() as server:
         openai.OpenAI(base_url=server.url, api_key="test")...
@@ -25,6 +26,12 @@ MODEL = "gpt-4o-mini"
 ANSWERED_MODEL = "gpt-4o-mini-2024-07-18"
 USAGE = {"prompt_tokens": 42, "completion_tokens": 4, "total_tokens": 46,
          "prompt_tokens_details": {"cached_tokens": 10}}
+
+
+ANTHROPIC_USAGE = {"input_tokens": 30, "output_tokens": 4, "cache_read_input_tokens": 100,
+                   "cache_creation_input_tokens": 20}
+GEMINI_USAGE = {"promptTokenCount": 42, "candidatesTokenCount": 4, "totalTokenCount": 46,
+                "cachedContentTokenCount": 10}
 
 
 def _last_tool_result(messages: list[Any]) -> str | None:
@@ -79,6 +86,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._chat(body, n)
         elif self.path.endswith("/responses"):
             self._responses(body, n)
+        elif self.path.endswith("/messages"):
+            self._json(200, {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": body["model"],
+                             "content": [{"type": "text", "text": "restart the api"}],
+                             "stop_reason": "end_turn", "stop_sequence": None, "usage": ANTHROPIC_USAGE})
+        elif ":generateContent" in self.path:
+            self._json(200, {"candidates": [{"content": {"role": "model", "parts": [{"text": "restart the api"}]},
+                                             "finishReason": "STOP", "index": 0}],
+                             "usageMetadata": GEMINI_USAGE, "modelVersion": self.path.split("/models/")[1].split(":")[0]})
         else:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
 

@@ -186,3 +186,35 @@ def test_a_divergence_inside_the_sdk_is_reported_as_the_first_difference(server:
     assert result.divergence.seq == 2 and result.divergence.expected.type == "llm.request"
     assert "cpu=0.2" in str(result.divergence)
     assert len(server.requests) == 1  # nothing went out
+
+
+def _catalog_price(model: str, provider: str, response: dict[str, Any]) -> float:
+    """genai-prices' own reading and price of a provider's response (the oracle)."""
+    from genai_prices import calc_price, extract_usage
+
+    usage = extract_usage(response, provider_id=provider).usage
+    return float(calc_price(usage, model_ref=model, provider_id=provider).total_price)
+
+
+def test_every_model_api_is_an_llm_row(server: LLMServer, store: Any) -> None:
+    import anthropic
+    from _server import ANTHROPIC_USAGE, GEMINI_USAGE
+
+    root = server.url.removesuffix("/v1")
+    with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as oai, \
+            anthropic.Anthropic(base_url=root, api_key="test", max_retries=0) as claude, \
+            al.recording(store=store, name="apis") as rec:
+        oai.responses.create(model=MODEL, input="cpu=0.9, what now?")
+        claude.messages.create(model="claude-3-5-haiku-20241022", max_tokens=100, messages=QUESTION)
+        httpx.post(f"{root}/v1beta/models/gemini-1.5-flash:generateContent",
+                   json={"contents": [{"role": "user", "parts": [{"text": "cpu=0.9"}]}]})
+        httpx.post(f"{server.url}/embeddings", json={"model": "text-embedding-3-small", "input": "x"})
+    run = store.run(rec.run_id)
+    calls = run.llm_calls()
+    assert calls["model"].tolist() == [ANSWERED_MODEL, "claude-3-5-haiku-20241022", "gemini-1.5-flash"]
+    expected = [expected_cost(),
+                _catalog_price("claude-3-5-haiku-20241022", "anthropic", {"usage": ANTHROPIC_USAGE}),
+                _catalog_price("gemini-1.5-flash", "google", {"usageMetadata": GEMINI_USAGE})]
+    assert calls["cost_usd"].tolist() == pytest.approx(expected, rel=1e-12)
+    assert calls["cached_tokens"].tolist() == [10, 100, 10]
+    assert [e.type for e in run.iter_events()].count("http.request") == 4  # the embeddings call: HTTP only
