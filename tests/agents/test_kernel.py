@@ -13,16 +13,16 @@ import nbformat
 import pytest
 
 CELLS = [
-    "import asyncio, agentlog as al\n"
-    "async def program(rec):\n"
-    "    await asyncio.sleep(0)\n"
-    "    return str(rec.uuid())\n"
-    "run = await al.arecord(program, store='agentlog-runs', name='in a kernel')",
+    ("import asyncio, agentlog as al\n"
+     "async def program(rec):\n"
+     "    await asyncio.sleep(0)\n"
+     "    return str(rec.uuid())\n"
+     "run = await al.arecord(program, store='agentlog-runs', name='in a kernel')"),
     "print('REPLAYED', (await al.areplay(program, run)).ok)",
-    "try:\n"
-    "    al.replay(program, run)\n"
-    "except RuntimeError as exc:\n"
-    "    print('REFUSED', exc)",
+    ("try:\n"
+     "    al.replay(program, run)\n"
+     "except RuntimeError as exc:\n"
+     "    print('REFUSED', exc)"),
 ]
 
 
