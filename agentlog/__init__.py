@@ -36,6 +36,8 @@ _EXPORTS: dict[str, str] = {
     "LLMResult": "agentlog.capture.providers:LLMResult",
     "Recorder": "agentlog.capture.recorder:Recorder",
     "ReplayResult": "agentlog.capture.replay:ReplayResult",
+    "afork": "agentlog.capture.fork:afork",
+    "areplay": "agentlog.capture.replay:areplay",
     "arecord": "agentlog.capture.session:arecord",
     "edit": "agentlog.edit",
     "fork": "agentlog.capture.fork:fork",
@@ -124,7 +126,8 @@ __all__ = [  # noqa: RUF022 - plainly sorted, as tests/public_api.txt
     "Recorder", "ReducerError", "ReducerRegistrationWarning", "Reducers", "ReplayResult",
     "RequestApproval", "Run", "RunDiff", "RunLockedError", "RunNotFoundError", "RunWriter",
     "SignedHead", "SnapshotIndex", "State", "Store", "StoreError", "TornWALWarning",
-    "UnknownModelWarning", "VerifyReport", "__version__", "apply_patch", "approve", "arecord",
+    "UnknownModelWarning", "VerifyReport", "__version__", "afork", "apply_patch", "approve", "arecord",
+    "areplay",
     "canonical_json", "chain_hash", "check_determinism", "deny", "diff", "diff_states", "edit",
     "errors", "examples", "fold", "fork", "instrument", "interop", "keys", "otel", "pricing",
     "record", "recording", "reducer", "replay", "resume", "run_agent", "show", "sign_head",
@@ -182,10 +185,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from .canonical import canonical_json
     from .capture import transport
     from .capture.divergence import Divergence
-    from .capture.fork import fork
+    from .capture.fork import afork, fork
     from .capture.providers import LLMResult
     from .capture.recorder import LLMCallError, Recorder, span, tool
-    from .capture.replay import ReplayResult, replay
+    from .capture.replay import ReplayResult, areplay, replay
     from .capture.runtime import (
         AgentProgram,
         Budget,

@@ -1,6 +1,21 @@
-"""Benchmark capture: spans per second through agentlog's live OpenTelemetry span processor.
+"""Benchmark capture: the cost of recording a model call through the global httpx patch, and
+spans per second through agentlog's live OpenTelemetry span processor.
 
     python bench/capture.py [--quick]
+
+**Model calls through the transport** (``http``): the real ``openai`` SDK, one client, against
+the loopback OpenAI-compatible server of the tests (``tests/agents/_server.py``, a thread on
+127.0.0.1), ``client.chat.completions.create(...)`` timed one call at a time, medians:
+
+- ``unpatched``: httpx's transports as shipped (the baseline, in the same process);
+- ``passthrough``: the patch installed, no recording active (what every request of a process
+  that once recorded pays);
+- ``recording_fsync`` / ``recording_none``: inside ``al.recording(...)`` (durability ``fsync``,
+  the default, and ``none``): 6 events per call (span, ``llm.request``, ``http.request``,
+  ``http.response``, ``llm.response`` priced, span end) and two blobs;
+- ``replay``: ``al.replay`` (strict) of a recorded program of ``calls`` model calls, per call,
+  fresh-run timing (the whole public call, reading the run included), against the same
+  program's live run unrecorded, per call.
 
 Timed call: ``with tracer.start_as_current_span(...)`` (what an instrumentor does for every
 span) on an OpenTelemetry SDK ``TracerProvider``, inside ``with al.recording(...)``, with
@@ -15,8 +30,8 @@ Rows: the recording as ``al.recording`` makes it (``durability="fsync"``: every 
 disk before the span goes on); the same writer with ``durability="none"`` (the operating
 system left to write); and a recorder whose sink keeps nothing (``nothing``: the processor's
 own cost, mapping the span to its events, without the store's append). Medians of the trials; a
-fresh process. Another helper adds the recording-overhead figures to this file: each part is
-a function returning its figures, and ``main`` prints them as one JSON line.
+fresh process. Each part is a function returning its figures, and ``main`` prints them as one
+JSON line.
 """
 
 from __future__ import annotations
@@ -140,11 +155,75 @@ def otel_spans(*, quick: bool = False) -> dict[str, Any]:
     return out
 
 
+QUESTION = [{"role": "user", "content": "cpu=0.9, what now?"}]
+
+
+def _per_call_us(client: Any, n: int) -> float:
+    """The median µs of one ``chat.completions.create`` over ``n`` calls."""
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        client.chat.completions.create(model="gpt-4o-mini", messages=QUESTION)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e6
+
+
+def http_calls(*, quick: bool = False) -> dict[str, Any]:
+    """The per-call cost of recording model calls through the global httpx patch, and of
+    replaying them (see the module docstring); the figures as a dict."""
+    import openai
+
+    import agentlog as al
+    from agentlog.capture import transport
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "agents"))
+    from _server import LLMServer
+
+    n = 30 if quick else 200
+    calls = 20 if quick else 100
+    out: dict[str, Any] = {"calls_per_row": n}
+    with LLMServer() as server, tempfile.TemporaryDirectory() as tmp, \
+            openai.OpenAI(base_url=server.url, api_key="bench", max_retries=0) as client:
+        store = al.Store(tmp)
+        _per_call_us(client, 10)  # warm: connection, imports
+        transport.uninstall()
+        out["unpatched_us"] = round(_per_call_us(client, n))
+        transport.install()
+        out["passthrough_us"] = round(_per_call_us(client, n))
+        for durability in ("fsync", "none"):
+            with al.recording(store=store, name="bench", durability=durability):
+                out[f"recording_{durability}_us"] = round(_per_call_us(client, n))
+            out[f"recording_{durability}_over_unpatched_us"] = out[f"recording_{durability}_us"] - out["unpatched_us"]
+            out[f"recording_{durability}_ratio"] = round(out[f"recording_{durability}_us"] / out["unpatched_us"], 2)
+        out["passthrough_over_unpatched_us"] = out["passthrough_us"] - out["unpatched_us"]
+
+        def program(rec: Any) -> None:
+            for _ in range(calls):
+                client.chat.completions.create(model="gpt-4o-mini", messages=QUESTION)
+
+        t0 = time.perf_counter()
+        program(None)
+        live = (time.perf_counter() - t0) / calls
+        run = al.record(program, store=store, name="to replay", durability="none")
+        requests = len(server.requests)
+        t0 = time.perf_counter()
+        result = al.replay(program, al.Store(tmp).run(run.id))
+        replay = (time.perf_counter() - t0) / calls
+        assert result.ok and len(server.requests) == requests, "replay must send no request"
+        out.update(replay_calls=calls, replay_us_per_call=round(replay * 1e6),
+                   live_unrecorded_us_per_call=round(live * 1e6), replay_over_live_ratio=round(replay / live, 2))
+    for key in ("unpatched_us", "passthrough_us", "recording_fsync_us", "recording_none_us", "replay_us_per_call"):
+        log(f"{key}: {out[key]:,} µs")
+    out["target_recording_le_1ms_over"] = out["recording_none_over_unpatched_us"] <= 1000
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer spans and trials")
     args = parser.parse_args()
-    print(json.dumps({"bench": "capture", "quick": args.quick, "otel_spans": otel_spans(quick=args.quick)}))
+    print(json.dumps({"bench": "capture", "quick": args.quick, "http": http_calls(quick=args.quick),
+                      "otel_spans": otel_spans(quick=args.quick)}))
 
 
 if __name__ == "__main__":

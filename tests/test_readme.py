@@ -24,7 +24,9 @@ NOT_PYTHON = {
 
 #: Python blocks that need a program the reader already has (an agent), by the section they are
 #: in: the test named runs them with a real one built on loopback.
-RUN_ELSEWHERE = {"OpenTelemetry, live": "tests/otel/test_readme_otel.py"}
+RUN_ELSEWHERE = {"OpenTelemetry, live": "tests/otel/test_readme_otel.py",
+                 "Record the agent you already have": "tests/agents/test_readme_agents.py",
+                 "Async agents": "tests/agents/test_readme_agents.py"}
 
 
 def section_of(line: int) -> str:

@@ -25,11 +25,12 @@ Pure: no I/O of its own.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
-__all__ = ["Live", "Steps", "arun", "run"]
+__all__ = ["Live", "Opaque", "Steps", "arun", "inside_recorded_call", "run"]
 
 T = TypeVar("T")
 
@@ -41,6 +42,22 @@ class Live:
 
     def __init__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
         self.fn, self.args, self.kwargs = fn, args, kwargs
+
+
+class Opaque(Live):
+    """A live call whose answer is recorded, so what it does inside is not: an HTTP request a
+    model call or a tool sends is not recorded again (on replay the answer is served and the
+    call is not made, so its inside would be missing)."""
+
+    __slots__ = ()
+
+
+_opaque: contextvars.ContextVar[bool] = contextvars.ContextVar("agentlog_opaque", default=False)
+
+
+def inside_recorded_call() -> bool:
+    """True while an :class:`Opaque` call runs in this context (sync, or awaited in this task)."""
+    return _opaque.get()
 
 
 Steps = Generator[Live, Any, T]
@@ -61,11 +78,15 @@ def run(steps: Steps[T]) -> T:
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
         result, error = None, None
+        token = _opaque.set(True) if isinstance(live, Opaque) else None
         try:
             result = live.fn(*live.args, **live.kwargs)
         except BaseException as exc:  # noqa: BLE001 - handed to the steps: a span closes, a failure is recorded
             error = exc
             continue
+        finally:
+            if token is not None:
+                _opaque.reset(token)
         if inspect.isawaitable(result):
             close = getattr(result, "close", None)
             if callable(close):
@@ -85,9 +106,13 @@ async def arun(steps: Steps[T]) -> T:
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
         result, error = None, None
+        token = _opaque.set(True) if isinstance(live, Opaque) else None
         try:
             result = live.fn(*live.args, **live.kwargs)
             if inspect.isawaitable(result):
                 result = await result
         except BaseException as exc:  # noqa: BLE001 - as in run()
             error = exc
+        finally:
+            if token is not None:
+                _opaque.reset(token)

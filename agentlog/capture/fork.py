@@ -27,6 +27,7 @@ Edits (:mod:`agentlog.edit`):
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,14 +44,16 @@ from ..events import (
     Usage,
     body_class,
 )
-from .lifecycle import closing, drive
+from .effects import Steps, arun
+from .effects import run as run_steps
+from .lifecycle import closing, program_steps
 from .recorder import Recorder
-from .replay import recorded_inputs
+from .replay import recorded_inputs, run_coroutine
 from .replayable import require_replayable
 from .session import Program, program_reducers, resolve_store
 from .sinks import ReplaySink, ResponseCache, WriterSink, answer_kind, recorded_by, run_redactor
 
-__all__ = ["Edit", "PatchState", "ReplaceInput", "ReplaceResponse", "fork", "patch_state",
+__all__ = ["Edit", "PatchState", "ReplaceInput", "ReplaceResponse", "afork", "fork", "patch_state",
            "replace_input", "replace_response"]
 
 _REPLACEABLE = (LLM_RESPONSE, TOOL_RESULT, HTTP_RESPONSE)
@@ -157,7 +160,8 @@ def _replacements(run: Any, edits: list[Edit]) -> dict[str, Body]:
 
 def fork(run: Any, at: int, *, program: Program, edit: Edit | Iterable[Edit] | None = None,
          name: str | None = None, store: Any = None, reducers: Any = None, run_id: str | None = None,
-         tags: Mapping[str, Any] | None = None, clock: Callable[[], float] | None = None) -> Any:
+         tags: Mapping[str, Any] | None = None, clock: Callable[[], float] | None = None,
+         capture_http: bool = True) -> Any:
     """Make a new run whose events ``0..at`` are ``run``'s, apply ``edit``, and run ``program`` on.
 
     What it costs before the first new event: for a plain program, a replay of the prefix
@@ -175,6 +179,12 @@ def fork(run: Any, at: int, *, program: Program, edit: Edit | Iterable[Edit] | N
         run_id, tags: the fork's id (default: generated) and more labels (``fork_of`` and
             ``fork_seq`` are always set).
         clock: a fixed clock makes the fork byte-identical when repeated (it also times calls).
+        capture_http: serve the program's httpx requests from the log up to the cut (and the
+            parent's later answers by key), and record new ones (``False`` for a run recorded
+            with ``capture_http=False``).
+
+    An ``async def`` program is run on an event loop of its own (:func:`afork` awaits it in
+    yours; inside a running loop, a notebook cell, ``await al.afork(...)`` it).
 
     Returns:
         The fork, a :class:`~agentlog.Run` whose ``parent`` is ``run``.
@@ -182,7 +192,12 @@ def fork(run: Any, at: int, *, program: Program, edit: Edit | Iterable[Edit] | N
     Raises:
         DivergenceError: the program did something else than the parent before the cut.
         NotReplayableError: the run holds no program's recorded answers (an import).
+        RuntimeError: an ``async def`` program, called inside a running event loop.
     """
+    if inspect.iscoroutinefunction(program):
+        return run_coroutine(afork(run, at, program=program, edit=edit, name=name, store=store,
+                                   reducers=reducers, run_id=run_id, tags=tags, clock=clock,
+                                   capture_http=capture_http), "al.afork")
     require_replayable(run)
     edits = _edits(edit)
     _check(run, at, edits)
@@ -193,6 +208,14 @@ def fork(run: Any, at: int, *, program: Program, edit: Edit | Iterable[Edit] | N
                            run_id=run_id, tags=tags, clock=clock)
         if forked is not None:
             return forked
+    writer, rec = _prepare(run, at, program, edits, name, store, reducers, run_id, tags, clock, capture_http)
+    return run_steps(_forked(writer, program_steps(rec, program)))
+
+
+def _prepare(run: Any, at: int, program: Program, edits: list[Edit], name: str | None, store: Any,
+             reducers: Any, run_id: str | None, tags: Mapping[str, Any] | None,
+             clock: Callable[[], float] | None, capture_http: bool) -> tuple[Any, Recorder]:
+    """The fork's writer and the recorder that replays the prefix and records past the cut."""
     replaced = _replacements(run, edits)
     redactor = run_redactor(run)
     target = resolve_store(store if store is not None else run.store)
@@ -218,11 +241,27 @@ def fork(run: Any, at: int, *, program: Program, edit: Edit | Iterable[Edit] | N
                       recorded_by=recorded_by(run), on_cut=at_cut, redactor=redactor)
     inputs = next((e.inputs for e in edits if isinstance(e, ReplaceInput)), recorded_inputs(run))
     rec = Recorder(sink, inputs=inputs, reducers=program_reducers(program, reducers),
-                   clock=clock or time.time, timer=clock or time.perf_counter)
+                   clock=clock or time.time, timer=clock or time.perf_counter, capture_http=capture_http)
     holder["rec"] = rec
+    return writer, rec
+
+
+def _forked(writer: Any, steps: Steps[Any]) -> Steps[Any]:
     with closing(writer, what="fork recorded as run"):  # a Stopped fork waits: resume it later
-        drive(rec, program)
+        yield from steps
     return writer.run
+
+
+async def afork(run: Any, at: int, *, program: Program, edit: Edit | Iterable[Edit] | None = None,
+                name: str | None = None, store: Any = None, reducers: Any = None, run_id: str | None = None,
+                tags: Mapping[str, Any] | None = None, clock: Callable[[], float] | None = None,
+                capture_http: bool = True) -> Any:
+    """:func:`fork` for an ``async def program(rec)``, awaited in the running event loop."""
+    require_replayable(run)
+    edits = _edits(edit)
+    _check(run, at, edits)
+    writer, rec = _prepare(run, at, program, edits, name, store, reducers, run_id, tags, clock, capture_http)
+    return await arun(_forked(writer, program_steps(rec, program)))
 
 
 def writer_parent_hash(writer: Any) -> str:

@@ -34,6 +34,7 @@ from ..errors import DivergenceError
 from ..events import RunFailed, RunFinished, RunStarted
 from .effects import Live, Steps, arun, run
 from .recorder import Recorder, activate, error_text
+from .transport import install
 
 __all__ = ["Stopped", "adrive", "closing", "drive", "program_steps", "start", "status_of"]
 
@@ -76,6 +77,8 @@ def program_steps(rec: Recorder, program: Program, *,
                   begin: Callable[[], None] | None = None) -> Steps[Any]:
     """The events of one session of ``program``: ``begin`` (default :func:`start`), the program
     (the one live call), then ``run.finished``, or ``run.failed`` if it raised an exception."""
+    if rec.capture_http:
+        install()  # once per process: every httpx request in the program goes through rec
     with activate(rec):
         (begin or (lambda: start(rec)))()
         try:

@@ -34,6 +34,7 @@ import random as _random
 import time
 import uuid as _uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -49,6 +50,7 @@ from ..events import (
     CallFailed,
     Event,
     LLMRequest,
+    LLMResponse,
     RandomValue,
     SpanEnded,
     SpanStarted,
@@ -60,11 +62,12 @@ from ..events import (
 )
 from ..keys import canonical_request, llm_key, tool_key
 from ..redact import Redactor
-from .effects import Live, Steps, arun, run
+from .effects import Opaque, Steps, arun, run
 from .providers import LLMResult, normalize
 from .sinks import Interrupted, Sink
+from .streams import assemble, drain, is_stream, stream_api
 
-__all__ = ["LLMCallError", "Recorder", "active_recorder", "call_failed", "error_text", "span", "takes_idempotency_key",
+__all__ = ["SPAN_PARENTS", "LLMCallError", "OpenSpan", "Recorder", "SpanParent", "active_recorder", "call_failed", "error_text", "span", "takes_idempotency_key",
            "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -73,6 +76,19 @@ V = TypeVar("V", TimeNow, UUIDNew, RandomValue)
 _active: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("agentlog_recorder", default=None)
 _current_span: contextvars.ContextVar[tuple[int, str] | None] = contextvars.ContextVar(
     "agentlog_span", default=None)
+
+
+SpanParent = Callable[["Recorder"], str | None]
+
+#: Where a tracer says which span it has open here: each gives, for a recorder, the agentlog
+#: span id of the span open in the calling context, or ``None``. The OpenTelemetry processor
+#: registers one (:mod:`agentlog.otel`), so a span the recorder opens inside a framework's span
+#: (a model call the HTTP transport records, a recorded tool) nests under it.
+SPAN_PARENTS: list[SpanParent] = []
+
+
+def _span_number(span_id: str | None) -> int:
+    return int(span_id[1:]) if span_id and span_id[1:].isdigit() else -1
 
 
 class LLMCallError(RecordError):
@@ -136,14 +152,18 @@ class Recorder:
         clock: wall clock for :meth:`now` (seconds since the epoch).
         live_llm: when set, performs model calls instead of the program's own ``call``.
         timer: measures the ``duration_ms`` of calls (a fixed clock makes them reproducible).
+        capture_http: record every httpx request sent while this recorder is active, by any
+            client (:mod:`agentlog.capture.transport`); ``False`` leaves them unrecorded.
     """
 
     def __init__(self, sink: Sink, *, inputs: Any = None, reducers: Any = None,
                  state: Any = None, actor: str | None = None,
                  clock: Callable[[], float] = time.time,
                  live_llm: Callable[[Mapping[str, Any]], Any] | None = None,
-                 timer: Callable[[], float] = time.perf_counter) -> None:
+                 timer: Callable[[], float] = time.perf_counter, capture_http: bool = True) -> None:
         self._sink = sink
+        self.capture_http = capture_http
+        """Whether httpx requests sent while this recorder is active are recorded."""
         sink.observer = self._observe
         attach = getattr(sink, "checkpoint_from", None)
         if attach is not None:  # a run being written: checkpoint the state at its seals
@@ -247,20 +267,33 @@ class Recorder:
         ``span.ended`` records ``status`` ``ok`` or ``error`` with the error text. Nesting follows
         ``contextvars``, so spans nest correctly across ``asyncio`` tasks.
         """
-        span_id = f"s{self._sink.next_seq}"
-        started = self.emit(SpanStarted(name=name, kind=kind, parent=self.current_span,
-                                        attributes=dict(attributes) if attributes else None),
-                            actor=actor, span_id=span_id)
-        token = _current_span.set((id(self), span_id))
+        opened = self.open_span(name, kind, actor=actor, attributes=attributes)
+        token = _current_span.set((id(self), opened.span_id))
         try:
-            yield span_id
+            yield opened.span_id
         except BaseException as exc:
             _current_span.reset(token)
-            self.emit(SpanEnded(name=name, status="error", error=_span_error(exc)),
-                      actor=actor, caused_by=started.seq, span_id=span_id)
+            opened.close(exc)
             raise
         _current_span.reset(token)
-        self.emit(SpanEnded(name=name), actor=actor, caused_by=started.seq, span_id=span_id)
+        opened.close()
+
+    def open_span(self, name: str, kind: str = "chain", *, actor: str | None = None,
+                  attributes: Mapping[str, Any] | None = None) -> OpenSpan:
+        """Write ``span.started`` and return the span, to be closed later with
+        :meth:`OpenSpan.close` (a span that outlives the code that opened it: a stream read
+        after the call returned). Events go into it when given its ``span_id``, or inside
+        :meth:`OpenSpan.entered`. :meth:`span` is this with a ``with`` block."""
+        span_id = f"s{self._sink.next_seq}"
+        parent = self.current_span
+        for hook in SPAN_PARENTS:  # the innermost span open here, of whoever opened it last
+            other = hook(self)
+            if _span_number(other) > _span_number(parent):
+                parent = other
+        started = self.emit(SpanStarted(name=name, kind=kind, parent=parent,
+                                        attributes=dict(attributes) if attributes else None),
+                            actor=actor, span_id=span_id)
+        return OpenSpan(self, name, span_id, started.seq, actor)
 
     # --- model calls ------------------------------------------------------------------------
 
@@ -275,7 +308,11 @@ class Recorder:
             request: a chat-style mapping: model, messages, tools, params, response_format
                 (nested under ``params`` or flat, OpenAI-style).
             call: performs the request and returns the provider's response (an SDK object, a
-                mapping, or a string; see :mod:`agentlog.capture.providers`).
+                mapping, or a string; see :mod:`agentlog.capture.providers`), or the SDK's
+                stream of chunks (``stream=True``): it is read to the end and recorded as one
+                answer (:mod:`agentlog.capture.streams`); usage is what the stream reported,
+                and without any (OpenAI's ``stream_options.include_usage`` not asked) the cost
+                is unknown. An async stream needs :meth:`allm`.
             provider: the provider's name, when the usage shape alone is ambiguous (and to
                 price the call at that provider).
         """
@@ -328,16 +365,22 @@ class Recorder:
                                       f"{key[:16]}… and no call= to make it live")
             started = self.timer()
             try:
-                raw = yield Live(fn, request)
+                raw = yield Opaque(fn, request)
             except Exception as exc:
                 failed = self.emit(call_failed(LLM_RESPONSE, key, exc), actor=actor, caused_by=asked.seq)
                 raise LLMCallError(failed.seq, error_text(exc)) from exc
             self.live_calls += 1
+            streamed = is_stream(raw)
+            if streamed:  # an SDK's stream: its chunks, assembled into the response they stand for
+                chunks = yield Opaque(drain, raw)
+                raw = assemble(stream_api(chunks), chunks)
             answered = self._llm_answer(raw, key, request, asked, started, provider)
+            if streamed and not (raw.get("usage") or raw.get("usageMetadata")):
+                answered = replace(answered, cost_usd=None, cost_source="unknown")  # none reported
             return LLMResult.from_event(self.emit(answered, actor=actor, caused_by=asked.seq))
 
     def _llm_answer(self, raw: Any, key: str, request: Mapping[str, Any], asked: Event,
-                    started: float, provider: str | None) -> Body:
+                    started: float, provider: str | None) -> LLMResponse:
         duration = (self.timer() - started) * 1000
         answer = normalize(raw, provider=provider)
         model = answer.model or request.get("model")
@@ -419,7 +462,7 @@ class Recorder:
                 kwargs["idempotency_key"] = call.idempotency_key
             started = self.timer()
             try:
-                result = yield Live(fn, **kwargs)
+                result = yield Opaque(fn, **kwargs)
             except Exception as exc:
                 self.live_calls += 1
                 done = self.emit(ToolResult(key=call.key, name=name, error=error_text(exc),
@@ -464,6 +507,30 @@ class Recorder:
 
     def __repr__(self) -> str:
         return f"<Recorder run={self.run_id} next_seq={self._sink.next_seq}>"
+
+
+class OpenSpan:
+    """A span opened by :meth:`Recorder.open_span`, not closed yet."""
+
+    __slots__ = ("actor", "name", "rec", "span_id", "started_seq")
+
+    def __init__(self, rec: Recorder, name: str, span_id: str, started_seq: int, actor: str | None) -> None:
+        self.rec, self.name, self.span_id, self.started_seq, self.actor = rec, name, span_id, started_seq, actor
+
+    @contextlib.contextmanager
+    def entered(self) -> Iterator[str]:
+        """Make this span the current one of its recorder in this context, inside the block."""
+        token = _current_span.set((id(self.rec), self.span_id))
+        try:
+            yield self.span_id
+        finally:
+            _current_span.reset(token)
+
+    def close(self, error: BaseException | None = None) -> Event:
+        """Write ``span.ended``: ``ok``, or ``error`` with ``error``'s text."""
+        body = SpanEnded(name=self.name) if error is None else SpanEnded(
+            name=self.name, status="error", error=_span_error(error))
+        return self.rec.emit(body, actor=self.actor, caused_by=self.started_seq, span_id=self.span_id)
 
 
 # --- decorators for existing code -------------------------------------------------------------

@@ -7,21 +7,28 @@ every call whose key is in the log and sends new ones out live, recording into a
 
 from __future__ import annotations
 
+import asyncio
 import enum
-from collections.abc import Callable, Mapping
+import inspect
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import DivergenceError
 from ..events import RunStarted
 from .divergence import Divergence
-from .lifecycle import Stopped, closing, drive
+from .effects import Steps, arun
+from .effects import run as run_steps
+from .lifecycle import Stopped, closing, program_steps
 from .recorder import Recorder
 from .replayable import require_replayable
 from .session import Program, program_reducers, resolve_store
 from .sinks import Interrupted, ReplaySink, ResponseCache, WriterSink, recorded_by, run_redactor
 
-__all__ = ["ReplayMode", "ReplayResult", "assert_replays", "recorded_inputs", "replay"]
+__all__ = ["ReplayMode", "ReplayResult", "areplay", "assert_replays", "recorded_inputs", "replay",
+           "run_coroutine"]
+
+T = TypeVar("T")
 
 
 class ReplayMode(enum.StrEnum):
@@ -77,14 +84,15 @@ def recorded_inputs(run: Any) -> Any:
     return RunStarted.of(first).inputs if first.type == RunStarted.TYPE else None
 
 
-def _strict(program: Program, run: Any, reducers: Any) -> ReplayResult:
+def _strict(program: Program, run: Any, reducers: Any, capture_http: bool) -> Steps[ReplayResult]:
     sink = ReplaySink(run.iter_events(), run_id=run.id, prefix=len(run), recorded_by=recorded_by(run),
                       redactor=run_redactor(run))
-    rec = Recorder(sink, inputs=recorded_inputs(run), reducers=program_reducers(program, reducers))
+    rec = Recorder(sink, inputs=recorded_inputs(run), reducers=program_reducers(program, reducers),
+                   capture_http=capture_http)
     divergence, result = None, None
     try:
         try:
-            result = drive(rec, program)
+            result = yield from program_steps(rec, program)
         except Stopped:
             pass  # stopped without finishing (waiting): fine if the recorded run stopped here too
         left = sink.remaining()
@@ -97,34 +105,50 @@ def _strict(program: Program, run: Any, reducers: Any) -> ReplayResult:
         divergence = Divergence(run_id=run.id, seq=exc.seq, expected=run.event(exc.seq), actual=None,
                                 note="the recorded process was interrupted here and resumed; this "
                                      "program does not resume (an al.AgentProgram does)")
+    except Exception:
+        if sink.first_divergence is None:
+            raise
+    # an SDK may catch the divergence raised inside its HTTP call and fail (or go on) otherwise:
+    # the first difference is the one to report
+    divergence = sink.first_divergence or divergence
     return ReplayResult(mode=ReplayMode.STRICT, ok=divergence is None, events=sink.pos,
                         served=rec.served_calls, live=rec.live_calls, divergence=divergence,
                         result=result)
 
 
 def _permissive(program: Program, run: Any, live: Callable[[Mapping[str, Any]], Any] | None,
-                store: Any, name: str | None, reducers: Any) -> ReplayResult:
+                store: Any, name: str | None, reducers: Any, capture_http: bool) -> Steps[ReplayResult]:
     writer = resolve_store(store if store is not None else run.store).create_run(
         name=name or f"{run.meta.get('name') or run.id} replay", tags={"replay_of": run.id},
         redact=run_redactor(run).names)
     rec = Recorder(WriterSink(writer, cache=ResponseCache(run.iter_events())),
                    inputs=recorded_inputs(run), reducers=program_reducers(program, reducers),
-                   live_llm=live)
+                   live_llm=live, capture_http=capture_http)
     result = None
     with closing(writer, what="replayed into run"):
-        result = drive(rec, program)
+        result = yield from program_steps(rec, program)
     new = writer.run
     return ReplayResult(mode=ReplayMode.PERMISSIVE, ok=True, events=len(new),
                         served=rec.served_calls, live=rec.live_calls, run=new, result=result)
 
 
+def _steps(program: Program, run: Any, mode: str, live: Callable[[Mapping[str, Any]], Any] | None,
+           store: Any, name: str | None, reducers: Any, capture_http: bool) -> Steps[ReplayResult]:
+    require_replayable(run)
+    if ReplayMode.parse(mode) is ReplayMode.STRICT:
+        return _strict(program, run, reducers, capture_http)
+    return _permissive(program, run, live, store, name, reducers, capture_http)
+
+
 def replay(program: Program, run: Any, *, mode: str = "strict",
            live: Callable[[Mapping[str, Any]], Any] | None = None, store: Any = None,
-           name: str | None = None, reducers: Any = None) -> ReplayResult:
+           name: str | None = None, reducers: Any = None, capture_http: bool = True) -> ReplayResult:
     """Re-run ``program`` against a recorded run, serving every recorded answer from the log.
 
     Args:
-        program: the program that was recorded (or a changed version of it).
+        program: the program that was recorded (or a changed version of it). An ``async def``
+            program is run on an event loop of its own (:func:`areplay` awaits it in yours;
+            inside a running loop, a notebook cell, ``await al.areplay(...)`` it).
         run: the recorded :class:`~agentlog.Run`.
         mode: ``"strict"``: compare every emitted event with the recorded one (not ``ts``) and
             stop at the first difference; nothing is written, no call goes out.
@@ -133,6 +157,8 @@ def replay(program: Program, run: Any, *, mode: str = "strict",
         live: performs model calls that the log cannot answer (permissive).
         store: where the permissive run is written (default: the recorded run's store).
         name: the permissive run's name.
+        capture_http: serve the program's httpx requests from the log, as they were recorded
+            (``False`` for a run recorded with ``capture_http=False``).
 
     Returns:
         A :class:`ReplayResult`; in strict mode ``result.divergence`` says where and how the
@@ -140,12 +166,40 @@ def replay(program: Program, run: Any, *, mode: str = "strict",
 
     Raises:
         NotReplayableError: the run holds no program's recorded answers (an import).
+        RuntimeError: an ``async def`` program, called inside a running event loop.
     """
-    require_replayable(run)
-    chosen = ReplayMode.parse(mode)
-    if chosen is ReplayMode.STRICT:
-        return _strict(program, run, reducers)
-    return _permissive(program, run, live, store, name, reducers)
+    if inspect.iscoroutinefunction(program):
+        return run_coroutine(areplay(program, run, mode=mode, live=live, store=store, name=name,
+                                     reducers=reducers, capture_http=capture_http), "al.areplay")
+    return run_steps(_steps(program, run, mode, live, store, name, reducers, capture_http))
+
+
+async def areplay(program: Program, run: Any, *, mode: str = "strict",
+                  live: Callable[[Mapping[str, Any]], Any] | None = None, store: Any = None,
+                  name: str | None = None, reducers: Any = None, capture_http: bool = True) -> ReplayResult:
+    """:func:`replay` for an ``async def program(rec)``, awaited in the running event loop.
+
+    >>> import agentlog as al, asyncio, tempfile
+    >>> async def hello(rec):
+    ...     await asyncio.sleep(0)
+    ...     return rec.uuid().version
+    >>> recorded = asyncio.run(al.arecord(hello, store=tempfile.mkdtemp()))
+    >>> asyncio.run(al.areplay(hello, recorded)).ok
+    True
+    """
+    return await arun(_steps(program, run, mode, live, store, name, reducers, capture_http))
+
+
+def run_coroutine(coro: Coroutine[Any, Any, T], instead: str) -> T:
+    """Run ``coro`` on an event loop of its own; inside a running loop (a notebook cell), close
+    it and say to await ``instead``."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    coro.close()
+    raise RuntimeError(f"the program is a coroutine function and an event loop is already running here "
+                       f"(a notebook cell, an async function): use `await {instead}(...)`")
 
 
 def assert_replays(run: Any, program: Program) -> ReplayResult:

@@ -62,18 +62,19 @@ def program_name(program: Any) -> str:
 
 def _begin(store: Any, name: str | None, program: Any, tags: Tags, clock: Callable[[], float] | None,
            run_id: str | None, inputs: Any, reducers: Any, redact: Iterable[str],
-           durability: str) -> tuple[Any, Recorder]:
+           durability: str, capture_http: bool) -> tuple[Any, Recorder]:
     writer = resolve_store(store).create_run(name=name or getattr(program, "__name__", None) or "run",
                                              tags=tags, clock=clock, run_id=run_id, redact=redact,
                                              durability=durability)
     rec = Recorder(WriterSink(writer), inputs=inputs, reducers=program_reducers(program, reducers),
-                   clock=clock or time.time)
+                   clock=clock or time.time, capture_http=capture_http)
     return writer, rec
 
 
 def record(program: Program, *, store: Any = None, name: str | None = None, inputs: Any = None,
            tags: Tags = None, clock: Callable[[], float] | None = None, run_id: str | None = None,
-           reducers: Any = None, redact: Iterable[str] = (), durability: str = "fsync") -> Any:
+           reducers: Any = None, redact: Iterable[str] = (), durability: str = "fsync",
+           capture_http: bool = True) -> Any:
     """Run ``program(rec)`` and record everything it does through the recorder.
 
     Args:
@@ -91,6 +92,10 @@ def record(program: Program, *, store: Any = None, name: str | None = None, inpu
             ``run.json``, so replays, forks and resumes redact the same.
         durability: ``fsync`` (default: each event is on disk before the program goes on),
             ``batch`` or ``none`` (:class:`~agentlog.Durability`).
+        capture_http: record every httpx request the program sends, by any client (the
+            OpenAI, Anthropic and Gemini SDKs, LangChain, the Agents SDK...), created before or
+            inside the program: a model endpoint's as an LLM call with tokens and cost
+            (:mod:`agentlog.capture.transport`). ``False`` leaves them unrecorded.
 
     Returns:
         The recorded :class:`~agentlog.Run`, with the status of how the program ended
@@ -102,7 +107,8 @@ def record(program: Program, *, store: Any = None, name: str | None = None, inpu
     """
     if inspect.iscoroutinefunction(program):
         raise TypeError("program is a coroutine function; use `await al.arecord(program, ...)`")
-    writer, rec = _begin(store, name, program, tags, clock, run_id, inputs, reducers, redact, durability)
+    writer, rec = _begin(store, name, program, tags, clock, run_id, inputs, reducers, redact, durability,
+                         capture_http)
     with closing(writer):
         drive(rec, program)
     return writer.run
@@ -111,9 +117,10 @@ def record(program: Program, *, store: Any = None, name: str | None = None, inpu
 async def arecord(program: Callable[[Recorder], Any], *, store: Any = None, name: str | None = None,
                   inputs: Any = None, tags: Tags = None, clock: Callable[[], float] | None = None,
                   run_id: str | None = None, reducers: Any = None, redact: Iterable[str] = (),
-                  durability: str = "fsync") -> Any:
+                  durability: str = "fsync", capture_http: bool = True) -> Any:
     """:func:`record` for a coroutine function ``async def program(rec)``."""
-    writer, rec = _begin(store, name, program, tags, clock, run_id, inputs, reducers, redact, durability)
+    writer, rec = _begin(store, name, program, tags, clock, run_id, inputs, reducers, redact, durability,
+                         capture_http)
     with closing(writer):
         await adrive(rec, program)
     return writer.run
@@ -122,14 +129,16 @@ async def arecord(program: Callable[[Recorder], Any], *, store: Any = None, name
 @contextlib.contextmanager
 def recording(*, store: Any = None, name: str = "run", inputs: Any = None, tags: Tags = None,
               clock: Callable[[], float] | None = None, run_id: str | None = None,
-              reducers: Any = None, redact: Iterable[str] = (), durability: str = "fsync") -> Iterator[Recorder]:
+              reducers: Any = None, redact: Iterable[str] = (), durability: str = "fsync",
+              capture_http: bool = True) -> Iterator[Recorder]:
     """Record the code inside a ``with`` block; the recorder is the ``as`` target.
 
     The block is the program: it ends the run as a program's return, error, Ctrl-C or
     :class:`Stopped` would. After the block, ``store.run(rec.run_id)`` opens the run.
     Arguments as for :func:`record`.
     """
-    writer, rec = _begin(store, name, None, tags, clock, run_id, inputs, reducers, redact, durability)
+    writer, rec = _begin(store, name, None, tags, clock, run_id, inputs, reducers, redact, durability,
+                         capture_http)
     with closing(writer):
         steps = program_steps(rec, _the_block)
         next(steps)  # run.started; the block stands for the program

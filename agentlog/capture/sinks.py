@@ -371,6 +371,9 @@ class ReplaySink:
         self.served = 0
         self._redactor = redactor
         self._prev: str | None = GENESIS if start == 0 else None  # the recorded hash before pos
+        self.first_divergence: Divergence | None = None
+        """The first divergence raised, even if the program caught it (an SDK that retries
+        and wraps every error of its transport does): a replay reports this one."""
 
     @property
     def run_id(self) -> str:
@@ -557,9 +560,11 @@ class ReplaySink:
     def _diverge(self, expected: Event | None, actual: Event | None,
                  fields: tuple[str, ...] = (), note: str = "") -> None:
         diff = payload_diff(expected, actual) if expected is not None and actual is not None else None
-        raise DivergenceError(Divergence(run_id=self.recorded_run_id, seq=self.pos,
-                                         expected=expected, actual=actual, fields=fields,
-                                         diff=diff, note=note))
+        divergence = Divergence(run_id=self.recorded_run_id, seq=self.pos, expected=expected, actual=actual,
+                                fields=fields, diff=diff, note=note)
+        if self.first_divergence is None:
+            self.first_divergence = divergence
+        raise DivergenceError(divergence)
 
     def close(self, status: str) -> None:
         if self.after is not None:

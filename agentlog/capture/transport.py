@@ -1,6 +1,21 @@
-"""An httpx transport that records every HTTP exchange and serves it back on replay.
+"""Every HTTP exchange of a recorded program, recorded, and served back on replay.
 
-Any SDK built on httpx (OpenAI, Anthropic, most others) is recorded by handing it a client:
+Inside a recording (``al.record``, ``al.arecord``, ``al.recording``, ``al.run_agent``) and in
+a replay or a fork, every request sent by any httpx client, sync or async, created before or
+inside the block, goes through the recorder active in the calling context: httpx's transports
+are patched once per process (:func:`install`; ``httpx2``, which the OpenAI, Anthropic and
+Agents SDKs import, too). Outside a recording, in one made with ``capture_http=False``, and
+inside a call the recorder answers itself (``rec.llm``, ``rec.tool``: on replay their answer
+is served and they are not called) a request passes through untouched.
+
+A request to a model endpoint (:mod:`agentlog.capture.endpoints`: OpenAI chat completions and
+Responses, Anthropic messages, Gemini ``generateContent``, any OpenAI-compatible server) is a
+model call: ``llm.request``, the exchange, and ``llm.response`` with usage and cost, in a span
+of kind ``llm`` (:func:`model_calls` lists them, for the OpenTelemetry processor's join). A
+streamed one reaches the program chunk by chunk; its answer is assembled when the stream ends
+(:mod:`agentlog.capture.streams`).
+
+A client can also be handed a recorder explicitly:
 
 >>> import agentlog as al, httpx, tempfile
 >>> server = httpx.MockTransport(lambda request: httpx.Response(200, json={"up": True}))
@@ -28,20 +43,44 @@ one implementation (:mod:`agentlog.capture.effects`) for sync and async clients.
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import json
-from collections.abc import Callable, Iterable
+import logging
+import threading
+import weakref
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlencode
 
 import httpx
 
-from ..events import ERROR, HTTP_RESPONSE, CallFailed, HTTPRequest, HTTPResponse
+log = logging.getLogger("agentlog.capture")
+
+from ..errors import RunClosedError, UsageError
+from ..events import (
+    ERROR,
+    HTTP_RESPONSE,
+    LLM_RESPONSE,
+    BlobRef,
+    Body,
+    CallFailed,
+    Event,
+    HTTPRequest,
+    HTTPResponse,
+    LLMResponse,
+)
 from ..keys import http_key
 from ..redact import MARKER, Redactor
-from .effects import Live, Steps, arun, run
-from .recorder import Recorder, active_recorder, call_failed
+from .effects import Opaque, Steps, arun, inside_recorded_call, run
+from .endpoints import ModelCall, model_call
+from .recorder import OpenSpan, Recorder, active_recorder, call_failed
+from .streams import assemble, sse_events
 
-__all__ = ["KEPT_RESPONSE_HEADERS", "RecordingTransport", "async_client", "client"]
+__all__ = ["KEPT_RESPONSE_HEADERS", "RecordingTransport", "TransportCall", "async_client", "client",
+           "exchange", "install", "installed", "model_calls", "uninstall"]
 
 #: Response headers kept in the log: enough to rebuild the response, nothing that varies per
 #: request (dates, request ids) or that no longer applies (content-encoding: the body is stored
@@ -76,20 +115,283 @@ def redact_body(redactor: Redactor, body: bytes, media_type: str) -> bytes:
     return body
 
 
-def _send(inner: httpx.BaseTransport | None) -> Callable[[httpx.Request], httpx.Response]:
+def _send(transport: httpx.BaseTransport) -> Callable[[httpx.Request], httpx.Response]:
     def send(request: httpx.Request) -> httpx.Response:
-        response = (inner or httpx.HTTPTransport()).handle_request(request)
+        response = transport.handle_request(request)
         response.read()
         return response
     return send
 
 
-def _asend(inner: httpx.AsyncBaseTransport | None) -> Callable[[httpx.Request], Any]:
+def _asend(transport: httpx.AsyncBaseTransport) -> Callable[[httpx.Request], Any]:
     async def send(request: httpx.Request) -> httpx.Response:
-        response = await (inner or httpx.AsyncHTTPTransport()).handle_async_request(request)
+        response = await transport.handle_async_request(request)
         await response.aread()
         return response
     return send
+
+
+@dataclass(slots=True)
+class TransportCall:
+    """A model call the transport wrote: the seqs of its ``llm.request`` and its answer."""
+
+    request_seq: int
+    answer_seq: int
+    model: str | None
+    joined: bool = False
+    """True once an OpenTelemetry span of the same call was joined to it."""
+
+
+_calls: weakref.WeakKeyDictionary[Recorder, deque[TransportCall]] = weakref.WeakKeyDictionary()
+_CALLS_KEPT: Final = 1000
+
+
+def model_calls(rec: Recorder) -> deque[TransportCall]:
+    """The model calls the transport wrote through ``rec`` (the last 1,000), oldest first."""
+    found = _calls.get(rec)
+    if found is None:
+        found = _calls[rec] = deque(maxlen=_CALLS_KEPT)
+    return found
+
+
+def _answer(rec: Recorder, call: ModelCall, key: str, status: int, content: bytes,
+            asked: Event, started: float, stream: BlobRef | None = None) -> Body:
+    """The ``llm.response`` (or the ``error``) of a model call answered with ``content`` (a
+    streamed answer's raw events, assembled, with ``stream`` the blob that keeps them)."""
+    if not 200 <= status < 300:
+        return CallFailed(kind=LLM_RESPONSE, key=key, error=f"HTTP {status}: {content[:200].decode(errors='replace')}",
+                          type="HTTPStatusError")
+    try:
+        raw = assemble(call.api, sse_events(content)) if call.streamed else json.loads(content)
+        answer = rec._llm_answer(raw, key, call.request, asked, started, call.provider)
+    except (ValueError, TypeError, UsageError) as exc:
+        return CallFailed(kind=LLM_RESPONSE, key=key, error=f"unreadable model answer: {exc}",
+                          type=type(exc).__name__)
+    if isinstance(answer, LLMResponse) and call.streamed:
+        unknown = not raw.get("usage") and not raw.get("usageMetadata")  # the stream reported none
+        answer = dataclasses.replace(answer, stream=stream)
+        if unknown:
+            answer = dataclasses.replace(answer, cost_usd=None, cost_source="unknown")
+    return answer
+
+
+def _served_answer(rec: Recorder, call: ModelCall, key: str, answer: HTTPResponse,
+                   asked: Event) -> Event:
+    """Serve the recorded answer of a model call whose HTTP response was served: the log's own
+    (a replay, a fork's cache), or, when the log has none, the answer read from the served bytes
+    as a served answer costs: nothing."""
+    served = rec.serve(LLM_RESPONSE, key, asked)
+    if served is not None:
+        return served
+    content = answer.body.read_bytes() if answer.body is not None else b""
+    body = _answer(rec, call, key, answer.status, content, asked, rec.timer(),
+                   answer.body if call.streamed else None)
+    if isinstance(body, LLMResponse):
+        body = dataclasses.replace(body, cache_hit=True, cost_source="cache", duration_ms=None,
+                                   served_from_seq=answer.served_from_seq,
+                                   cost_usd=0.0 if body.model is not None else None)
+    return rec.emit(body, caused_by=asked.seq)
+
+
+@dataclass(slots=True)
+class _Asked:
+    """What an exchange wrote before its answer came: the requests and their keys."""
+
+    rec: Recorder
+    call: ModelCall | None
+    key: str
+    request: Event
+    llm_key: str | None = None
+    llm_request: Event | None = None
+
+    def answered(self, status: int, headers: dict[str, Any], media: str, content: bytes,
+                 started: float, span_id: str | None = None) -> None:
+        """Write the live answer: ``http.response``, and for a model call ``llm.response``."""
+        rec = self.rec
+        blob = rec.blob(content, media) if content else None
+        rec.emit(HTTPResponse(key=self.key, status=status, headers=headers, body=blob,
+                              duration_ms=(rec.timer() - started) * 1000), caused_by=self.request.seq,
+                 span_id=span_id)
+        if self.call is not None and self.llm_request is not None and self.llm_key is not None:
+            done = rec.emit(_answer(rec, self.call, self.llm_key, status, content, self.llm_request, started,
+                                    blob if self.call.streamed else None),
+                            caused_by=self.llm_request.seq, span_id=span_id)
+            model_calls(rec).append(TransportCall(self.llm_request.seq, done.seq, done.model))
+
+
+def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redact: Iterable[str]) -> _Asked:
+    """Write the requests: ``llm.request`` for a model call, then ``http.request``."""
+    redactor = rec.redactor.with_names(redact)
+    llm_request = llm_key = None
+    if call is not None:
+        llm_body = rec._llm_request(call.request, call.provider)
+        llm_request, llm_key = rec.emit(llm_body), llm_body.key
+    url = redactor.url(str(request.url))
+    media = request.headers.get("content-type", "application/octet-stream")
+    body = redact_body(redactor, body, media)
+    key = http_key(request.method, url, body)
+    asked = rec.emit(HTTPRequest(key=key, method=request.method, url=url,
+                                 headers=redactor.headers(request.headers.items()),
+                                 body=rec.blob(body, media) if body else None),
+                     caused_by=None if llm_request is None else llm_request.seq)
+    return _Asked(rec, call, key, asked, llm_key, llm_request)
+
+
+def _serve(asked: _Asked, http: Any) -> Any:
+    """The recorded response to serve (and the model call's recorded answer), or ``None``."""
+    rec, call = asked.rec, asked.call
+    served = rec.serve(HTTP_RESPONSE, asked.key, asked.request)
+    if served is None:
+        return None
+    if served.type == ERROR:
+        failed = CallFailed.of(served)
+        if asked.llm_request is not None and asked.llm_key is not None \
+                and rec.serve(LLM_RESPONSE, asked.llm_key, asked.llm_request) is None:
+            rec.emit(dataclasses.replace(failed, kind=LLM_RESPONSE, key=asked.llm_key),
+                     caused_by=asked.llm_request.seq)
+        raise _recorded_failure(failed, http)
+    answer = HTTPResponse.of(served)
+    if call is not None and asked.llm_request is not None and asked.llm_key is not None:
+        done = _served_answer(rec, call, asked.llm_key, answer, asked.llm_request)
+        model_calls(rec).append(TransportCall(asked.llm_request.seq, done.seq, done.model))
+    return _response(answer, http)
+
+
+def _failed(asked: _Asked, exc: Exception) -> None:
+    asked.rec.emit(call_failed(HTTP_RESPONSE, asked.key, exc), caused_by=asked.request.seq)
+    if asked.llm_request is not None and asked.llm_key is not None:
+        asked.rec.emit(call_failed(LLM_RESPONSE, asked.llm_key, exc), caused_by=asked.llm_request.seq)
+
+
+def _read(response: Any) -> Any:
+    """The body of a response opened unread: bytes, or an awaitable of them (async)."""
+    return response.aread() if hasattr(response.stream, "__aiter__") and not hasattr(
+        response.stream, "__iter__") else response.read()
+
+
+def exchange(rec: Recorder, request: Any, body: bytes, send: Callable[[Any], Any], *,
+             redact: Iterable[str] = (), keep: frozenset[str] = KEPT_RESPONSE_HEADERS,
+             http: Any = httpx, open_stream: Callable[[Any], Any] | None = None) -> Steps[Any]:
+    """One exchange: the request, then the served or the live response.
+
+    ``http`` is the module whose ``Response`` the client expects (``httpx`` or ``httpx2``).
+    ``send`` returns the response read whole; ``open_stream``, when given, returns it unread,
+    for a streamed model call: the client then reads each chunk as the server sends it, and
+    the answer and the span's end are written when the stream ends (or is closed).
+
+    A request to a model endpoint (:mod:`agentlog.capture.endpoints`) is written as a model
+    call too: ``llm.request``, the exchange, then ``llm.response`` with usage and cost, in a
+    span of kind ``llm``.
+    """
+    call = model_call(request.method, request.url.path, body)
+    name = str(call.request.get("model") or "llm") if call else f"{request.method} {request.url.host}"
+    streaming = call is not None and call.streamed and open_stream is not None
+    span = rec.open_span(name, kind="llm" if call else "http")
+    try:
+        with span.entered():
+            asked = _ask(rec, request, body, call, redact)
+            served = _serve(asked, http)
+            if served is not None:
+                span.close()
+                return served
+            started = rec.timer()  # the recorder's timer: a fixed clock makes runs reproducible
+            try:
+                response = yield Opaque(open_stream if streaming else send, request)  # type: ignore[arg-type]
+            except Exception as exc:
+                _failed(asked, exc)
+                raise
+            rec.live_calls += 1
+            headers = {k.lower(): v for k, v in response.headers.items() if k.lower() in keep}
+            media = response.headers.get("content-type", "application/octet-stream")
+            if streaming and 200 <= response.status_code < 300:
+                tee = _tee(http, response.stream, lambda content: _streamed(asked, span, headers, media,
+                                                                             content, started))
+                return http.Response(response.status_code, headers=headers, stream=tee)
+            content = (yield Opaque(_read, response)) if streaming else response.content
+            asked.answered(response.status_code, headers, media, content, started)
+    except BaseException as exc:
+        span.close(exc)
+        raise
+    span.close()
+    return http.Response(response.status_code, headers=headers, content=content)
+
+
+def _streamed(asked: _Asked, span: OpenSpan, headers: dict[str, Any], media: str, content: bytes,
+              started: float) -> None:
+    """A stream ended (or was closed): write its answer, and end its span."""
+    try:
+        asked.answered(200, headers, media, content, started, span_id=span.span_id)
+        span.close()
+    except RunClosedError:  # the program kept the stream past its recording
+        log.warning("agentlog: a stream ended after its recording %s closed; its answer is not "
+                    "recorded", asked.rec.run_id)
+
+
+class _TeeBase:
+    """A response stream that hands each chunk on as it arrives and keeps a copy; at the end
+    (or when closed) the whole body goes to ``done``, once."""
+
+    def __init__(self, inner: Any, done: Callable[[bytes], None]) -> None:
+        self._inner, self._done, self._parts, self._finished = inner, done, list[bytes](), False
+
+    def _finish(self) -> None:
+        if not self._finished:
+            self._finished = True
+            self._done(b"".join(self._parts))
+
+    def __iter__(self) -> Iterator[bytes]:
+        for part in self._inner:
+            self._parts.append(part)
+            yield part
+        self._finish()
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._finish()
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for part in self._inner:
+            self._parts.append(part)
+            yield part
+        self._finish()
+
+    async def aclose(self) -> None:
+        try:
+            await self._inner.aclose()
+        finally:
+            self._finish()
+
+
+_tees: dict[tuple[str, bool], type] = {}
+
+
+def _tee(http: Any, inner: Any, done: Callable[[bytes], None]) -> Any:
+    """A :class:`_TeeBase` of ``http``'s sync or async byte stream, as ``inner`` is."""
+    asynchronous = hasattr(inner, "__aiter__") and not hasattr(inner, "__iter__")
+    cls = _tees.get((http.__name__, asynchronous))
+    if cls is None:
+        base = http.AsyncByteStream if asynchronous else http.SyncByteStream
+        cls = _tees[(http.__name__, asynchronous)] = type("TeeStream", (_TeeBase, base), {})
+    return cls(inner, done)
+
+
+def _recorded_failure(failed: CallFailed, http: Any) -> Exception:
+    """The exception a recorded failure raises again: the same httpx error with the same message
+    (so the program, and the span it was in, end as they did), else a ``TransportError``."""
+    cls = getattr(http, str(failed.type), None)
+    text = str(failed.error)
+    if isinstance(cls, type) and issubclass(cls, http.TransportError):
+        prefix = f"{failed.type}: "
+        return cls(text.removeprefix(prefix))  # type: ignore[no-any-return]
+    return http.TransportError(f"recorded failure: {text}")  # type: ignore[no-any-return]
+
+
+def _response(answer: HTTPResponse, http: Any) -> Any:
+    content = answer.body.read_bytes() if answer.body is not None else b""
+    headers = {k: v if isinstance(v, str) else v.text() for k, v in answer.headers.items()}
+    return http.Response(answer.status, headers=headers, content=content)
 
 
 class RecordingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
@@ -111,6 +413,7 @@ class RecordingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         self._async_transport = async_transport
         self._redact = tuple(redact)
         self._keep = KEPT_RESPONSE_HEADERS | frozenset(n.lower() for n in keep_headers)
+        self._own_sync = self._own_async = False
 
     def _recorder(self) -> Recorder:
         rec = self._rec or active_recorder()
@@ -119,53 +422,33 @@ class RecordingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
                                "inside a recorded program")
         return rec
 
-    def _exchange(self, rec: Recorder, request: httpx.Request, body: bytes,
-                  send: Callable[[httpx.Request], Any]) -> Steps[httpx.Response]:
-        """One exchange: the request, then the served or the live response."""
-        redactor = rec.redactor.with_names(self._redact)
-        with rec.span(f"{request.method} {request.url.host}", kind="http"):
-            url = redactor.url(str(request.url))
-            media = request.headers.get("content-type", "application/octet-stream")
-            body = redact_body(redactor, body, media)
-            key = http_key(request.method, url, body)
-            asked = rec.emit(HTTPRequest(key=key, method=request.method, url=url,
-                                         headers=redactor.headers(request.headers.items()),
-                                         body=rec.blob(body, media) if body else None))
-            served = rec.serve(HTTP_RESPONSE, key, asked)
-            if served is not None:
-                if served.type == ERROR:
-                    raise httpx.TransportError(f"recorded failure (seq {served.seq}): "
-                                               f"{CallFailed.of(served).error}")
-                return self._response(HTTPResponse.of(served))
-            started = rec.timer()  # the recorder's timer: a fixed clock makes runs reproducible
-            try:
-                response = yield Live(send, request)
-            except Exception as exc:
-                rec.emit(call_failed(HTTP_RESPONSE, key, exc), caused_by=asked.seq)
-                raise
-            rec.live_calls += 1
-            content = response.content
-            headers = {k.lower(): v for k, v in response.headers.items() if k.lower() in self._keep}
-            media = response.headers.get("content-type", "application/octet-stream")
-            rec.emit(HTTPResponse(key=key, status=response.status_code, headers=headers,
-                                  body=rec.blob(content, media) if content else None,
-                                  duration_ms=(rec.timer() - started) * 1000), caused_by=asked.seq)
-            return httpx.Response(response.status_code, headers=headers, content=content)
-
-    @staticmethod
-    def _response(answer: HTTPResponse) -> httpx.Response:
-        content = answer.body.read_bytes() if answer.body is not None else b""
-        headers = {k: v if isinstance(v, str) else v.text() for k, v in answer.headers.items()}
-        return httpx.Response(answer.status, headers=headers, content=content)
-
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Serve the recorded response, or send the request and record the exchange."""
-        return run(self._exchange(self._recorder(), request, request.read(), _send(self._transport)))
+        if self._transport is None:
+            self._transport, self._own_sync = httpx.HTTPTransport(), True
+        response: httpx.Response = run(exchange(self._recorder(), request, request.read(),
+                                                _send(self._transport), redact=self._redact, keep=self._keep))
+        return response
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """:meth:`handle_request` for async clients."""
         rec = self._recorder()
-        return await arun(self._exchange(rec, request, await request.aread(), _asend(self._async_transport)))
+        if self._async_transport is None:
+            self._async_transport, self._own_async = httpx.AsyncHTTPTransport(), True
+        response: httpx.Response = await arun(exchange(rec, request, await request.aread(),
+                                                       _asend(self._async_transport), redact=self._redact,
+                                                       keep=self._keep))
+        return response
+
+    def close(self) -> None:
+        """Close the transport this one made for itself (the client closes it)."""
+        if self._own_sync and self._transport is not None:
+            self._transport.close()
+
+    async def aclose(self) -> None:
+        """Close the async transport this one made for itself."""
+        if self._own_async and self._async_transport is not None:
+            await self._async_transport.aclose()
 
 
 def client(rec: Recorder | None = None, *, transport: httpx.BaseTransport | None = None,
@@ -179,3 +462,111 @@ def async_client(rec: Recorder | None = None, *, transport: httpx.AsyncBaseTrans
     """An ``httpx.AsyncClient`` whose exchanges are recorded through ``rec``."""
     return httpx.AsyncClient(transport=RecordingTransport(rec, async_transport=transport, redact=redact),
                              **kwargs)
+
+
+# --- the process-wide patch ----------------------------------------------------------------------
+
+#: The httpx distributions patched: ``httpx`` and its fork ``httpx2`` (the one the OpenAI,
+#: Anthropic and Agents SDKs import), whichever are installed. Their classes are separate, so
+#: each is patched with its own ``Request`` and ``Response`` types.
+HTTPX_MODULES: Final = ("httpx", "httpx2")
+
+
+@dataclass(frozen=True, slots=True)
+class _Patch:
+    module: Any
+    sync: Callable[..., Any]
+    async_: Callable[..., Any]
+    patched_sync: Callable[..., Any]
+    patched_async: Callable[..., Any]
+
+
+_patches: dict[str, _Patch] = {}
+_install_lock = threading.Lock()
+
+
+def _recording_here() -> Recorder | None:
+    """The recorder that should record a request sent here, if any."""
+    rec = active_recorder()
+    if rec is None or not rec.capture_http or inside_recorded_call():
+        return None
+    return rec
+
+
+def _patch(module: Any) -> _Patch:
+    original_sync = module.HTTPTransport.handle_request
+    original_async = module.AsyncHTTPTransport.handle_async_request
+
+    def handle_request(self: Any, request: Any) -> Any:
+        rec = _recording_here()
+        if rec is None:
+            return original_sync(self, request)
+
+        def send(request: Any) -> Any:
+            response = original_sync(self, request)
+            response.read()
+            return response
+
+        return run(exchange(rec, request, request.read(), send, http=module,
+                            open_stream=lambda request: original_sync(self, request)))
+
+    async def handle_async_request(self: Any, request: Any) -> Any:
+        rec = _recording_here()
+        if rec is None:
+            return await original_async(self, request)
+
+        async def send(request: Any) -> Any:
+            response = await original_async(self, request)
+            await response.aread()
+            return response
+
+        async def open_stream(request: Any) -> Any:
+            return await original_async(self, request)
+
+        return await arun(exchange(rec, request, await request.aread(), send, http=module,
+                                   open_stream=open_stream))
+
+    return _Patch(module, original_sync, original_async, handle_request, handle_async_request)
+
+
+def _modules() -> list[Any]:
+    found = []
+    for name in HTTPX_MODULES:
+        try:
+            found.append(importlib.import_module(name))
+        except ImportError:
+            continue
+    return found
+
+
+def install() -> None:
+    """Patch httpx's transports once, process-wide (``httpx.HTTPTransport.handle_request`` and
+    ``AsyncHTTPTransport.handle_async_request``, the way respx and vcrpy do; ``httpx2`` too when
+    it is installed), so that every request sent inside a recording, by any client created
+    before or inside it, is recorded, and served from the log on replay.
+
+    Called by every recording, replay and fork as it starts; harmless to call again. Outside
+    a recording (or in one made with ``capture_http=False``) a request passes through
+    untouched, at the cost of one context-variable lookup.
+    """
+    with _install_lock:
+        for module in _modules():
+            patch = _patches.get(module.__name__)
+            if patch is None:
+                patch = _patches[module.__name__] = _patch(module)
+            module.HTTPTransport.handle_request = patch.patched_sync
+            module.AsyncHTTPTransport.handle_async_request = patch.patched_async
+
+
+def uninstall() -> None:
+    """Put httpx's transports back as they were (for benchmarks and tests)."""
+    with _install_lock:
+        for patch in _patches.values():
+            patch.module.HTTPTransport.handle_request = patch.sync
+            patch.module.AsyncHTTPTransport.handle_async_request = patch.async_
+
+
+def installed() -> bool:
+    """True while httpx's transports are patched."""
+    patch = _patches.get("httpx")
+    return patch is not None and httpx.HTTPTransport.handle_request is patch.patched_sync

@@ -194,16 +194,19 @@ def tools(clock: SampleClock | None = None) -> dict[str, Any]:
     """``fetch_board`` and ``submit_application``, both through the recorded HTTP transport."""
     sites = CareerSites(clock)
     transport = httpx.MockTransport(sites.handle)
+    # httpx's default accept-encoding grows "zstd" when zstandard is installed (LangGraph's
+    # dependencies pull it in): pinned, the recorded sample runs are the same bytes everywhere
+    pinned = {"accept-encoding": "gzip, deflate"}
 
     def fetch_board(url: str, rec: Any) -> list[dict[str, Any]]:
-        with client(rec, transport=transport) as http:
+        with client(rec, transport=transport, headers=pinned) as http:
             response = http.get(url)
             response.raise_for_status()
             return parse(response.text)
 
     def submit_application(posting_id: str, apply_url: str, name: str, email: str, idempotency_key: str,
                            rec: Any) -> dict[str, Any]:
-        with client(rec, transport=transport) as http:
+        with client(rec, transport=transport, headers=pinned) as http:
             response = http.post(apply_url, json={"posting_id": posting_id, "name": name, "email": email},
                                  headers={"Idempotency-Key": idempotency_key})
             response.raise_for_status()

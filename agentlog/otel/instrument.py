@@ -27,6 +27,7 @@ from typing import Any, Final, Self
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
+from ..capture.recorder import SPAN_PARENTS
 from .processor import SpanProcessor
 
 __all__ = ["Instrumentation", "instrument"]
@@ -92,6 +93,7 @@ def _processor(provider: TracerProvider) -> SpanProcessor:
         if processor is None:
             processor = _processors[provider] = SpanProcessor()
             provider.add_span_processor(processor)
+            SPAN_PARENTS.append(processor.open_span_id)  # the recorder's spans nest under its spans
         processor.enabled = True
         return processor
 

@@ -22,7 +22,9 @@ Agents SDK's ``response`` span around the OpenAI client's span) writes no call o
 and answer, :attr:`SpanProcessor.join` (if set) is called with the recorder, the span and the
 events about to be written, and returns the events to write instead: ``[]`` when the same
 call is already in the log (the recorder's HTTP transport wrote it), or events that point at
-it. Every span written is listed in :meth:`SpanProcessor.written` (:class:`WrittenSpan`: its
+it. The default, :meth:`SpanProcessor.join_transport`, does exactly that: a model call that
+the HTTP transport (:mod:`agentlog.capture.transport`) wrote while the span was open is the
+span's call, so the span writes none, and the call is one row, paid once. Every span written is listed in :meth:`SpanProcessor.written` (:class:`WrittenSpan`: its
 OpenTelemetry ids, agentlog span id and the seqs of its events), so a joiner can find the
 span of a call from either side.
 """
@@ -35,12 +37,14 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.sdk.trace import SpanProcessor as _SDKSpanProcessor
 
 from ..capture.recorder import Recorder, active_recorder
+from ..capture.transport import model_calls
 from ..errors import DivergenceError, RunClosedError
 from ..interop.otlp_read import OtelSpan, from_sdk_span
 from ..interop.spanmap import LLM, Out, call_outs, ended, event_outs, span_kind, started
@@ -101,7 +105,9 @@ class SpanProcessor(_SDKSpanProcessor):
     and end. :func:`agentlog.instrument` installs one on the global tracer provider.
 
     Args:
-        join: the hook called before an ``llm`` span writes its call (see the module docstring).
+        join: the hook called before an ``llm`` span writes its call (see the module
+            docstring); default :meth:`join_transport`. ``None``: every ``llm`` span writes its
+            call.
 
     >>> from opentelemetry.sdk.trace import TracerProvider
     >>> import agentlog as al, tempfile
@@ -114,8 +120,8 @@ class SpanProcessor(_SDKSpanProcessor):
     ['run.started', 'span.started', 'span.ended', 'run.finished']
     """
 
-    def __init__(self, *, join: CallJoin | None = None) -> None:
-        self.join = join
+    def __init__(self, *, join: CallJoin | None | Literal["transport"] = "transport") -> None:
+        self.join: CallJoin | None = self.join_transport if join == "transport" else join
         self.enabled = True
         self._live: dict[int, _Live] = {}
         self._written: dict[str, deque[WrittenSpan]] = {}
@@ -166,6 +172,40 @@ class SpanProcessor(_SDKSpanProcessor):
         :data:`WRITTEN_KEPT` of them: a long-lived process does not keep every span)."""
         with self._lock:
             return list(self._written.get(run_id, ()))
+
+    def join_transport(self, rec: Recorder, span: OtelSpan, outs: Sequence[Out]) -> Sequence[Out]:
+        """The default :attr:`join`: ``[]`` when the HTTP transport wrote a model call while
+        this span was open (that call is the span's: one row, paid once), else ``outs``.
+
+        Calls are matched oldest first, each to one span, so concurrent calls in one recording
+        each join one span.
+        """
+        calls = model_calls(rec)
+        if not calls:
+            return outs
+        started = self._started_seq(rec.run_id, span.span_id)
+        for call in calls:
+            if not call.joined and call.request_seq > started:
+                call.joined = True
+                return []
+        return outs
+
+    def open_span_id(self, rec: Recorder) -> str | None:
+        """The agentlog span id of the OpenTelemetry span current in this context, if this
+        processor wrote it into ``rec``'s run (registered in
+        :data:`agentlog.capture.recorder.SPAN_PARENTS` by :func:`agentlog.instrument`, so the
+        spans the recorder opens nest under the framework's)."""
+        if not self.enabled:
+            return None
+        context = trace.get_current_span().get_span_context()
+        live = self._live.get(context.span_id) if context is not None else None
+        return live.written.span_id if live is not None and live.rec is rec else None
+
+    def _started_seq(self, run_id: str, otel_span_id: str) -> int:
+        for written in reversed(self._written.get(run_id, ())):
+            if written.otel_span_id == otel_span_id:
+                return written.started_seq
+        return -1
 
     # --- writing -----------------------------------------------------------------------------------
 

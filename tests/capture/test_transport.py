@@ -77,8 +77,11 @@ def test_openai_sdk_is_recorded_and_replayed_offline(store: Any) -> None:
     assert json.loads(request.payload["body"].read_bytes())["model"] == "gpt-4o-mini"
     assert response.payload["status"] == 200 and "set-cookie" not in response.payload["headers"]
     assert response.caused_by == request.seq
-    span = next(e for e in events if e.type == "span.started" and e.payload["kind"] == "http")
-    assert span.payload["name"] == "POST api.example.test" and request.span_id == span.span_id
+    # a chat completions endpoint: the exchange is a model call, in a span of kind llm
+    span = next(e for e in events if e.type == "span.started" and e.payload["kind"] == "llm")
+    assert span.payload["name"] == "gpt-4o-mini" and request.span_id == span.span_id
+    assert [e.type for e in events if e.span_id == span.span_id] == [
+        "span.started", "llm.request", "http.request", "http.response", "llm.response", "span.ended"]
     assert run.event(len(run) - 1).payload["result"] == "restart"
 
     replayed = al.replay(make_program(Remote(forbidden=True)), run)

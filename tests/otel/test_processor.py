@@ -140,12 +140,12 @@ def test_the_join_hook_sees_each_model_call_once(instrumented: Any, store: Any) 
         seen.append((rec.run_id, [o.type for o in outs]))
         return []  # as if the HTTP transport had written this call already
 
-    instrumented.processor.join = join
+    default, instrumented.processor.join = instrumented.processor.join, join
     try:
         with al.recording(store=store, name="joined") as rec:
             openai_client().chat.completions.create(model=MODEL, messages=QUESTION)
     finally:
-        instrumented.processor.join = None
+        instrumented.processor.join = default
     assert seen == [(rec.run_id, ["llm.request", "llm.response"])]
     types = [e.type for e in store.run(rec.run_id).iter_events()]
     assert "llm.response" not in types and types.count("span.started") == 1

@@ -1,0 +1,210 @@
+"""A small OpenAI-compatible server on 127.0.0.1, started by the tests: real sockets, real httpx.
+
+``POST /v1/chat/completions`` answers with usage (cached tokens included); when tools are
+offered and the conversation holds no tool result yet, it asks for the first tool, with the
+arguments ``{"service": "api"}``; otherwise it answers text that quotes the last tool result
+(so a fork that changes a tool result changes the next request and the answer). With
+``"stream": true`` the answer comes as server-sent events, one chunk per word, usage in a last
+chunk only when ``stream_options.include_usage`` asked for it (:meth:`LLMServer.hold_streams`
+holds a stream after its first chunks until the test releases it). ``POST /v1/responses`` answers
+in the Responses API's shape, ``POST /v1/messages`` in Anthropic's and
+``POST /v1beta/models/<model>:generateContent`` in Gemini's. Every request is counted and kept (``server.requests``).
+
+    with LLMServer() as server:
+        openai.OpenAI(base_url=server.url, api_key="test")...
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+MODEL = "gpt-4o-mini"
+ANSWERED_MODEL = "gpt-4o-mini-2024-07-18"
+USAGE = {"prompt_tokens": 42, "completion_tokens": 4, "total_tokens": 46,
+         "prompt_tokens_details": {"cached_tokens": 10}}
+
+
+ANTHROPIC_USAGE = {"input_tokens": 30, "output_tokens": 4, "cache_read_input_tokens": 100,
+                   "cache_creation_input_tokens": 20}
+GEMINI_USAGE = {"promptTokenCount": 42, "candidatesTokenCount": 4, "totalTokenCount": 46,
+                "cachedContentTokenCount": 10}
+
+
+def _last_tool_result(messages: list[Any]) -> str | None:
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "tool":
+            content = message.get("content")
+            return content if isinstance(content, str) else json.dumps(content)
+    return None
+
+
+def chat_answer(body: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """``(assistant message, finish reason)`` for a chat completions request."""
+    messages = body.get("messages") or []
+    result = _last_tool_result(messages)
+    if body.get("tools") and result is None:
+        tool = body["tools"][0]["function"]["name"]
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": tool, "arguments": json.dumps({"service": "api"})}}]}, "tool_calls"
+    text = f"done: {result}" if result is not None else "restart the api"
+    return {"role": "assistant", "content": text}, "stop"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        # headers and body go out in separate writes: without this, Nagle's algorithm and the
+        # client's delayed ACK hold each answer ~40 ms
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def _json(self, status: int, value: Any) -> None:
+        data = json.dumps(value).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.send_header("x-request-id", f"req-{len(self.server.requests)}")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
+        with self.server.lock:
+            self.server.requests.append((self.path, body))
+            n = len(self.server.requests)
+        if self.path.endswith("/chat/completions"):
+            self._chat(body, n)
+        elif self.path.endswith("/responses"):
+            self._responses(body, n)
+        elif self.path.endswith("/messages"):
+            self._json(200, {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": body["model"],
+                             "content": [{"type": "text", "text": "restart the api"}],
+                             "stop_reason": "end_turn", "stop_sequence": None, "usage": ANTHROPIC_USAGE})
+        elif ":generateContent" in self.path:
+            self._json(200, {"candidates": [{"content": {"role": "model", "parts": [{"text": "restart the api"}]},
+                                             "finishReason": "STOP", "index": 0}],
+                             "usageMetadata": GEMINI_USAGE, "modelVersion": self.path.split("/models/")[1].split(":")[0]})
+        else:
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+
+    def _chat(self, body: dict[str, Any], n: int) -> None:
+        message, finish = chat_answer(body)
+        if body.get("stream"):
+            self._stream(body, message, finish, n)
+            return
+        self._json(200, {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 1,
+                         "model": ANSWERED_MODEL, "system_fingerprint": "fp",
+                         "choices": [{"index": 0, "finish_reason": finish, "message": message,
+                                      "logprobs": None}], "usage": USAGE})
+
+    def _stream(self, body: dict[str, Any], message: dict[str, Any], finish: str, n: int) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        base = {"id": f"chatcmpl-{n}", "object": "chat.completion.chunk", "created": 1, "model": ANSWERED_MODEL}
+        deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+        if message.get("tool_calls"):
+            call = message["tool_calls"][0]
+            deltas.append({"tool_calls": [{"index": 0, **call}]})
+        else:
+            words = str(message["content"]).split(" ")
+            deltas += [{"content": w if i == 0 else " " + w} for i, w in enumerate(words)]
+        chunks = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+        chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+        if (body.get("stream_options") or {}).get("include_usage"):
+            chunks.append({**base, "choices": [], "usage": USAGE})
+        for i, chunk in enumerate(chunks):
+            if i == 2 and self.server.gate is not None:  # hold the rest until the client has the start
+                self.server.gate_waited = self.server.gate.wait(timeout=10)
+            self._chunk(f"data: {json.dumps(chunk)}\n\n".encode())
+        self._chunk(b"data: [DONE]\n\n")
+        self._chunk(b"")
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _responses(self, body: dict[str, Any], n: int) -> None:
+        text = "restart the api"
+        self._json(200, {
+            "id": f"resp_{n}", "object": "response", "created_at": 1, "status": "completed",
+            "model": ANSWERED_MODEL, "output": [{"type": "message", "id": f"msg_{n}", "status": "completed",
+                                                 "role": "assistant", "content": [
+                                                     {"type": "output_text", "text": text, "annotations": []}]}],
+            "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+            "usage": {"input_tokens": 42, "output_tokens": 4, "total_tokens": 46,
+                      "input_tokens_details": {"cached_tokens": 10},
+                      "output_tokens_details": {"reasoning_tokens": 0}}})
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    requests: list[tuple[str, dict[str, Any]]]
+    lock: threading.Lock
+    gate: threading.Event | None = None
+    gate_waited: bool | None = None
+
+
+class LLMServer:
+    """The server, on a free port of 127.0.0.1, in a thread; a context manager."""
+
+    def __init__(self) -> None:
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.requests, self._server.lock = [], threading.Lock()
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """The OpenAI base URL (``http://127.0.0.1:<port>/v1``)."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def hold_streams(self) -> threading.Event:
+        """Make a stream stop after its first two chunks until the returned event is set (so
+        a test can see a client get chunks before the server sent them all)."""
+        self._server.gate = threading.Event()
+        return self._server.gate
+
+    @property
+    def gate_waited(self) -> bool | None:
+        """Whether the last held stream was released (``False``: it waited 10 s in vain)."""
+        return self._server.gate_waited
+
+    @property
+    def requests(self) -> list[tuple[str, dict[str, Any]]]:
+        """``(path, JSON body)`` of every request received, in order."""
+        return self._server.requests
+
+    def start(self) -> Self:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def expected_cost(model: str = ANSWERED_MODEL) -> float:
+    """genai-prices' own price of the usage this server sends (the oracle)."""
+    from genai_prices import Usage, calc_price
+
+    usage = Usage(input_tokens=USAGE["prompt_tokens"], output_tokens=USAGE["completion_tokens"],
+                  cache_read_tokens=USAGE["prompt_tokens_details"]["cached_tokens"])
+    return float(calc_price(usage, model_ref=model, provider_id="openai").total_price)

@@ -1,0 +1,155 @@
+"""Real agents recorded as they are, with one line: a LangGraph ``create_react_agent`` (langgraph
++ langchain-openai) and an OpenAI Agents SDK agent, against the loopback OpenAI-compatible
+server. Each run has one LLM row per model call with tokens and cost equal to genai-prices' own
+price of the usage the server sent, replays strictly with zero requests, and forks at a tool
+result with a changed value: the fork's next model call differs and goes to the server."""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from typing import Any
+
+import pytest
+from _server import ANSWERED_MODEL, MODEL, USAGE, LLMServer, expected_cost
+
+import agentlog as al
+
+QUESTION = "cpu=0.9 on api, what now?"
+
+
+def _status(service: str) -> str:
+    return f"{service} cpu=0.9"
+
+
+def _check_calls(run: Any, n: int) -> None:
+    calls = run.llm_calls()
+    assert len(calls) == n
+    assert calls["model"].tolist() == [ANSWERED_MODEL] * n
+    assert calls["input_tokens"].tolist() == [USAGE["prompt_tokens"]] * n
+    assert calls["cached_tokens"].tolist() == [USAGE["prompt_tokens_details"]["cached_tokens"]] * n
+    assert calls["cost_usd"].tolist() == pytest.approx([expected_cost()] * n, rel=1e-12)
+
+
+def _fork_at_the_tool_result(run: Any, program: Any, server: LLMServer) -> Any:
+    [result] = [e for e in run.iter_events() if e.type == "tool.result"]
+    before = len(server.requests)
+    forked = al.fork(run, result.seq - 1, program=program,
+                     edit=al.edit.replace_response(result.seq, {"result": "api cpu=0.1"}))
+    assert len(server.requests) == before + 1  # the changed model call went out; the first was served
+    assert "api cpu=0.1" in str(server.requests[-1][1]["messages"][-1])
+    return forked
+
+
+# --- LangGraph ----------------------------------------------------------------------------------
+
+
+def _langgraph_agent(server: LLMServer) -> Any:
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langgraph.prebuilt import create_react_agent
+    from langgraph.warnings import LangGraphDeprecatedSinceV10
+
+    @tool
+    @al.tool  # the one change to the agent: its tool's result is recorded, so a fork can change it
+    def status(service: str) -> str:
+        """The status of a service."""
+        return _status(service)
+
+    model = ChatOpenAI(model=MODEL, base_url=server.url, api_key="test", max_retries=0)  # type: ignore[arg-type]
+    with warnings.catch_warnings():  # LangGraph 1.x points to langchain.agents (not installed here)
+        warnings.simplefilter("ignore", LangGraphDeprecatedSinceV10)
+        return create_react_agent(model, [status])
+
+
+def test_a_langgraph_agent_recorded_replayed_and_forked(server: LLMServer, store: Any) -> None:
+    graph = _langgraph_agent(server)
+
+    def program(rec: Any) -> str:
+        state = graph.invoke({"messages": [("user", QUESTION)]})
+        return str(state["messages"][-1].content)
+
+    run = al.record(program, store=store, name="langgraph")
+    assert run.status == "finished", run.status
+    assert run.event(len(run) - 1).payload["result"] == "done: api cpu=0.9"
+    assert len(server.requests) == 2
+    _check_calls(run, 2)
+    assert [e.payload["name"] for e in run.iter_events() if e.type == "tool.call"] == ["status"]
+
+    result = al.replay(program, run)
+    assert result.ok, str(result.divergence)
+    assert len(server.requests) == 2  # strict replay: zero requests
+
+    forked = _fork_at_the_tool_result(run, program, server)
+    assert forked.event(len(forked) - 1).payload["result"] == "done: api cpu=0.1"
+    calls = forked.llm_calls()
+    own = calls[calls["seq"] > forked.fork_seq]  # the prefix's call is the parent's
+    assert len(calls) == 2 and own["cost_usd"].tolist() == pytest.approx([expected_cost()], rel=1e-12)
+    changes = al.diff(run, forked)
+    assert "api cpu=0.1" in str(changes)
+
+
+# --- the OpenAI Agents SDK ----------------------------------------------------------------------
+
+
+def _sdk_agent(client: Any) -> Any:
+    from agents import Agent, OpenAIChatCompletionsModel, function_tool
+
+    @function_tool
+    @al.tool
+    def status(service: str) -> str:
+        """The status of a service."""
+        return _status(service)
+
+    return Agent(name="sre", instructions="You are an SRE.", tools=[status],
+                 model=OpenAIChatCompletionsModel(model=MODEL, openai_client=client))
+
+
+def test_an_agents_sdk_agent_recorded_replayed_and_forked(server: LLMServer, store: Any,
+                                                         fresh_loop: None) -> None:
+    import openai
+    from agents import Runner
+
+    async def program(rec: Any) -> str:
+        # an async client per event loop (al.fork runs this one on a loop of its own)
+        async with openai.AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            result = await Runner.run(_sdk_agent(client), QUESTION)
+        return str(result.final_output)
+
+    run = asyncio.run(al.arecord(program, store=store, name="agents-sdk"))
+    assert run.status == "finished", run.status
+    assert run.event(len(run) - 1).payload["result"] == "done: api cpu=0.9"
+    _check_calls(run, 2)
+
+    result = asyncio.run(al.areplay(program, run))
+    assert result.ok, str(result.divergence)
+    assert len(server.requests) == 2
+
+    forked = _fork_at_the_tool_result(run, program, server)  # al.fork runs it on a loop of its own
+    assert forked.event(len(forked) - 1).payload["result"] == "done: api cpu=0.1"
+
+
+def test_an_agents_sdk_agent_with_its_spans_counts_each_call_once(instrumented: Any, server: LLMServer,
+                                                                  store: Any) -> None:
+    import openai
+    from agents import Runner
+
+    def program(rec: Any) -> str:
+        # Runner.run_sync runs on the thread's default loop and shuts its async generators down
+        # after each run: a loop per run, or the second run warns about httpx's auth flow
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        client = openai.AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
+        try:
+            return str(Runner.run_sync(_sdk_agent(client), QUESTION).final_output)
+        finally:
+            loop.run_until_complete(client.close())
+            asyncio.set_event_loop(None)
+            loop.close()
+
+    run = al.record(program, store=store, name="agents-sdk-traced")
+    _check_calls(run, 2)  # the SDK's spans, the OpenAI instrumentor's and the transport: one row each
+    kinds = {(w.kind, len(w.call_seqs)) for w in instrumented.processor.written(run.id)}
+    assert ("agent", 0) in kinds and ("llm", 0) in kinds and ("llm", 2) not in kinds
+    assert al.replay(program, run).ok
+    assert len(server.requests) == 2

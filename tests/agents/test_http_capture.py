@@ -1,0 +1,220 @@
+"""Every httpx request inside a recording is recorded, by any client, with no change to the
+program; a model endpoint's request is an LLM call with tokens and cost; replay serves it all
+from the log with zero requests to the server."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from _server import ANSWERED_MODEL, MODEL, USAGE, LLMServer, expected_cost
+
+import agentlog as al
+from agentlog.capture import transport
+from agentlog.events import LLMResponse
+
+QUESTION = [{"role": "user", "content": "cpu=0.9, what now?"}]
+
+
+def _types(run: Any) -> list[str]:
+    return [e.type for e in run.iter_events()]
+
+
+def test_a_client_made_before_the_recording_is_recorded(server: LLMServer, store: Any) -> None:
+    client = openai.OpenAI(base_url=server.url, api_key="sk-secret-1", max_retries=0)
+    with client, al.recording(store=store, name="plain") as rec:
+        answer = client.chat.completions.create(model=MODEL, messages=QUESTION, temperature=0)
+    assert answer.choices[0].message.content == "restart the api"
+    run = store.run(rec.run_id)
+    assert _types(run) == ["run.started", "span.started", "llm.request", "http.request", "http.response",
+                           "llm.response", "span.ended", "run.finished"]
+    calls = run.llm_calls()
+    assert len(calls) == 1
+    row = calls.iloc[0]
+    assert (row["model"], row["input_tokens"], row["output_tokens"], row["cached_tokens"]) == (
+        ANSWERED_MODEL, USAGE["prompt_tokens"], USAGE["completion_tokens"], 10)
+    assert row["cost_usd"] == expected_cost()
+    http = run.event(3)
+    assert http.payload["headers"]["authorization"] == "[REDACTED]"
+    assert "sk-secret-1" not in str([e.payload for e in run.iter_events()])
+    request = run.event(2)
+    assert request.payload["messages"] == QUESTION and request.payload["params"] == {"temperature": 0}
+    assert run.verify().ok
+
+
+def test_requests_outside_a_recording_pass_through(server: LLMServer, store: Any) -> None:
+    with al.recording(store=store, name="install"):
+        pass
+    assert transport.installed()
+    response = httpx.get(server.url.replace("/v1", "/nowhere"))
+    assert response.status_code == 501  # the server's own answer to a GET: untouched
+    assert len(store.list_runs()) == 1
+
+
+def test_capture_http_false_records_nothing(server: LLMServer, store: Any) -> None:
+    client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
+    with client, al.recording(store=store, name="off", capture_http=False) as rec:
+        client.chat.completions.create(model=MODEL, messages=QUESTION)
+    assert _types(store.run(rec.run_id)) == ["run.started", "run.finished"]
+    assert len(server.requests) == 1
+
+
+def test_strict_replay_sends_no_request(server: LLMServer, store: Any) -> None:
+    def program(rec: Any) -> str:
+        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            first = client.chat.completions.create(model=MODEL, messages=QUESTION)
+        page = httpx.post(server.url + "/nothing-here", json={"q": 1})  # plain HTTP: http.* only
+        return f"{first.choices[0].message.content} / {page.status_code}"
+
+    run = al.record(program, store=store, name="replay")
+    assert len(server.requests) == 2 and run.status == "finished"
+    assert _types(run).count("llm.response") == 1 and _types(run).count("http.response") == 2
+    before = len(server.requests)
+    result = al.replay(program, run)
+    assert result.ok, str(result.divergence)
+    assert result.result == run.event(len(run) - 1).payload["result"]
+    assert len(server.requests) == before  # zero requests: every answer came from the log
+
+
+def test_permissive_replay_serves_the_answer_at_no_cost(server: LLMServer, store: Any) -> None:
+    def program(rec: Any) -> str:
+        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            return str(client.chat.completions.create(model=MODEL, messages=QUESTION).choices[0].message.content)
+
+    run = al.record(program, store=store, name="permissive")
+    again = al.replay(program, run, mode="permissive")
+    assert len(server.requests) == 1 and again.served == 2  # the HTTP response and the LLM answer
+    [answer] = [e for e in again.run.iter_events() if e.type == "llm.response"]
+    assert LLMResponse.of(answer).cache_hit and answer.cost_usd == 0
+
+
+def test_async_clients_are_recorded_and_replayed(server: LLMServer, store: Any) -> None:
+    async def program(rec: Any) -> list[str]:
+        async with openai.AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            async def ask(n: int) -> str:
+                answer = await client.chat.completions.create(
+                    model=MODEL, messages=[{"role": "user", "content": f"question {n}"}])
+                return str(answer.choices[0].message.content)
+            return [await ask(1), await ask(2)]
+
+    run = asyncio.run(al.arecord(program, store=store, name="async"))
+    assert len(run.llm_calls()) == 2 and len(server.requests) == 2
+    assert run.llm_calls()["cost_usd"].sum() == pytest.approx(2 * expected_cost())
+
+
+def test_an_explicit_recording_client_is_not_recorded_twice(server: LLMServer, store: Any) -> None:
+    def program(rec: Any) -> str:
+        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0,
+                           http_client=al.transport.client(rec)) as client:
+            return str(client.chat.completions.create(model=MODEL, messages=QUESTION).choices[0].message.content)
+
+    run = al.record(program, store=store, name="explicit")
+    assert _types(run).count("http.request") == 1 and len(run.llm_calls()) == 1
+    assert al.replay(program, run).ok
+
+
+def test_a_model_call_inside_rec_llm_is_one_row(server: LLMServer, store: Any) -> None:
+    client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
+
+    def program(rec: Any) -> str | None:
+        return rec.llm({"model": MODEL, "messages": QUESTION},
+                       call=lambda req: client.chat.completions.create(**req)).content
+
+    with client:
+        run = al.record(program, store=store, name="nested")
+        assert _types(run).count("llm.response") == 1 and "http.request" not in _types(run)
+        assert al.replay(program, run).ok
+
+
+def test_a_failed_connection_is_recorded_and_replayed(store: Any) -> None:
+    with LLMServer() as gone:
+        url = gone.url
+    client = openai.OpenAI(base_url=url, api_key="test", max_retries=0)
+
+    def program(rec: Any) -> str:
+        try:
+            client.chat.completions.create(model=MODEL, messages=QUESTION)
+        except openai.APIConnectionError:
+            return "unreachable"
+        return "reached"
+
+    with client:
+        run = al.record(program, store=store, name="down")
+        replayed = al.replay(program, run)
+    assert run.event(len(run) - 1).payload["result"] == "unreachable"
+    assert [e.payload["kind"] for e in run.iter_events() if e.type == "error"] == ["http.response", "llm.response"]
+    assert run.llm_calls()["cost_usd"].isna().tolist() == [True]  # no answer: cost unknown, not $0
+    assert replayed.ok, str(replayed.divergence)
+
+
+def test_transport_and_opentelemetry_on_one_call_make_one_row(instrumented: Any, server: LLMServer,
+                                                              store: Any) -> None:
+    def program(rec: Any) -> str:
+        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client, \
+                rec.span("triage", kind="agent"):
+            answer = client.chat.completions.create(model=MODEL, messages=QUESTION)
+        return str(answer.choices[0].message.content)
+
+    run = al.record(program, store=store, name="both")
+    kinds = [w.kind for w in instrumented.processor.written(run.id)]
+    assert kinds == ["llm"]  # the OpenAI instrumentor's span was written...
+    assert instrumented.processor.written(run.id)[0].call_seqs == []  # ...without a call of its own
+    calls = run.llm_calls()
+    assert len(calls) == 1 and calls["cost_usd"].sum() == expected_cost()  # paid once
+    parents = {e.span_id: e.payload["parent"] for e in run.iter_events() if e.type == "span.started"}
+    [otel_span] = instrumented.processor.written(run.id)
+    assert parents[run.event(calls["seq"].iloc[0]).span_id] == otel_span.span_id  # nested in it
+    before = len(server.requests)
+    replayed = al.replay(program, run)
+    assert replayed.ok, str(replayed.divergence)
+    assert len(server.requests) == before
+
+
+def test_a_divergence_inside_the_sdk_is_reported_as_the_first_difference(server: LLMServer, store: Any) -> None:
+    def program(rec: Any, question: str = "cpu=0.9, what now?") -> str:
+        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=2) as client:
+            answer = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": question}])
+        return str(answer.choices[0].message.content)
+
+    run = al.record(program, store=store, name="diverge")
+    # the changed request diverges inside the SDK's HTTP call, which retries and wraps the error
+    result = al.replay(lambda rec: program(rec, "cpu=0.2, what now?"), run)
+    assert not result.ok and result.divergence is not None
+    assert result.divergence.seq == 2 and result.divergence.expected.type == "llm.request"
+    assert "cpu=0.2" in str(result.divergence)
+    assert len(server.requests) == 1  # nothing went out
+
+
+def _catalog_price(model: str, provider: str, response: dict[str, Any]) -> float:
+    """genai-prices' own reading and price of a provider's response (the oracle)."""
+    from genai_prices import calc_price, extract_usage
+
+    usage = extract_usage(response, provider_id=provider).usage
+    return float(calc_price(usage, model_ref=model, provider_id=provider).total_price)
+
+
+def test_every_model_api_is_an_llm_row(server: LLMServer, store: Any) -> None:
+    import anthropic
+    from _server import ANTHROPIC_USAGE, GEMINI_USAGE
+
+    root = server.url.removesuffix("/v1")
+    with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as oai, \
+            anthropic.Anthropic(base_url=root, api_key="test", max_retries=0) as claude, \
+            al.recording(store=store, name="apis") as rec:
+        oai.responses.create(model=MODEL, input="cpu=0.9, what now?")
+        claude.messages.create(model="claude-3-5-haiku-20241022", max_tokens=100, messages=QUESTION)
+        httpx.post(f"{root}/v1beta/models/gemini-1.5-flash:generateContent",
+                   json={"contents": [{"role": "user", "parts": [{"text": "cpu=0.9"}]}]})
+        httpx.post(f"{server.url}/embeddings", json={"model": "text-embedding-3-small", "input": "x"})
+    run = store.run(rec.run_id)
+    calls = run.llm_calls()
+    assert calls["model"].tolist() == [ANSWERED_MODEL, "claude-3-5-haiku-20241022", "gemini-1.5-flash"]
+    expected = [expected_cost(),
+                _catalog_price("claude-3-5-haiku-20241022", "anthropic", {"usage": ANTHROPIC_USAGE}),
+                _catalog_price("gemini-1.5-flash", "google", {"usageMetadata": GEMINI_USAGE})]
+    assert calls["cost_usd"].tolist() == pytest.approx(expected, rel=1e-12)
+    assert calls["cached_tokens"].tolist() == [10, 100, 10]
+    assert [e.type for e in run.iter_events()].count("http.request") == 4  # the embeddings call: HTTP only

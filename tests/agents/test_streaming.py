@@ -1,0 +1,150 @@
+"""Streamed model calls: through the transport (server-sent events) and given to ``rec.llm`` as
+the SDK's stream object, sync and async. The log gets one ``llm.response`` with the assembled
+message and the usage the stream reported (unknown when it reported none); replay serves the
+raw stream back from the log, so the SDK's iterator yields the same chunks with no request."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import openai
+import pytest
+from _server import ANSWERED_MODEL, MODEL, USAGE, LLMServer, expected_cost
+
+import agentlog as al
+from agentlog.events import LLMResponse
+
+QUESTION = [{"role": "user", "content": "cpu=0.9, what now?"}]
+TOOLS = [{"type": "function", "function": {"name": "restart", "description": "Restart a service.",
+                                           "parameters": {"type": "object", "properties": {"service": {"type": "string"}}}}}]
+USAGE_ON = {"include_usage": True}
+
+
+def _chunks(stream: Any) -> list[dict[str, Any]]:
+    return [chunk.model_dump(mode="json") for chunk in stream]
+
+
+def test_a_stream_through_the_transport_is_one_row_and_replays_chunk_by_chunk(server: LLMServer,
+                                                                              store: Any) -> None:
+    def program(rec: Any) -> list[dict[str, Any]]:
+        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            return _chunks(client.chat.completions.create(model=MODEL, messages=QUESTION, stream=True,
+                                                          stream_options=USAGE_ON))
+
+    run = al.record(program, store=store, name="stream")
+    live = run.event(len(run) - 1).payload["result"]
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in live if c["choices"]) == "restart the api"
+    [answer] = [e for e in run.iter_events() if e.type == "llm.response"]
+    body = LLMResponse.of(answer)
+    assert body.message == {"role": "assistant", "content": "restart the api"} and body.finish_reason == "stop"
+    assert (answer.model, answer.input_tokens, answer.cached_tokens) == (ANSWERED_MODEL, USAGE["prompt_tokens"], 10)
+    assert answer.cost_usd == expected_cost()
+    assert body.stream is not None and body.stream.read_bytes().startswith(b"data: ")  # the raw stream, kept
+    assert server.requests[-1][1]["stream_options"] == USAGE_ON  # as the caller asked, unchanged
+
+    replayed = al.replay(program, run)
+    assert replayed.ok, str(replayed.divergence)
+    assert replayed.result == live  # the SDK yielded the same chunks from the log
+    assert len(server.requests) == 1
+
+
+def test_a_stream_without_usage_has_an_unknown_cost(server: LLMServer, store: Any) -> None:
+    with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client, \
+            al.recording(store=store, name="no usage") as rec:
+        _chunks(client.chat.completions.create(model=MODEL, messages=QUESTION, stream=True))
+    assert "stream_options" not in server.requests[-1][1]  # never asked for behind the caller's back
+    calls = store.run(rec.run_id).llm_calls()
+    assert len(calls) == 1 and calls["cost_usd"].isna().all()  # unknown, never $0
+
+
+def test_a_streamed_tool_call_is_assembled(server: LLMServer, store: Any) -> None:
+    with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client, \
+            al.recording(store=store, name="tool stream") as rec:
+        _chunks(client.chat.completions.create(model=MODEL, messages=QUESTION, tools=TOOLS, stream=True,
+                                               stream_options=USAGE_ON))
+    [answer] = [e for e in store.run(rec.run_id).iter_events() if e.type == "llm.response"]
+    body = LLMResponse.of(answer)
+    assert body.finish_reason == "tool_calls"
+    assert body.tool_calls == ({"id": "call_1", "type": "function",
+                                "function": {"name": "restart", "arguments": '{"service": "api"}'}},)
+
+
+def test_an_async_stream_through_the_transport(server: LLMServer, store: Any) -> None:
+    async def program(rec: Any) -> list[dict[str, Any]]:
+        async with openai.AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            stream = await client.chat.completions.create(model=MODEL, messages=QUESTION, stream=True,
+                                                          stream_options=USAGE_ON)
+            return [chunk.model_dump(mode="json") async for chunk in stream]
+
+    run = asyncio.run(al.arecord(program, store=store, name="async stream"))
+    assert len(run.llm_calls()) == 1 and run.llm_calls()["cost_usd"].iloc[0] == expected_cost()
+    replayed = asyncio.run(al.areplay(program, run))
+    assert replayed.ok and replayed.result == run.event(len(run) - 1).payload["result"]
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_rec_llm_takes_the_sdks_stream(server: LLMServer, store: Any, asynchronous: bool) -> None:
+    request = {"model": MODEL, "messages": QUESTION}
+
+    def program(rec: Any) -> str | None:
+        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            return rec.llm(request, call=lambda req: client.chat.completions.create(
+                **req, stream=True, stream_options=USAGE_ON)).content
+
+    async def aprogram(rec: Any) -> str | None:
+        async with openai.AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            async def call(req: Any) -> Any:
+                return await client.chat.completions.create(**req, stream=True, stream_options=USAGE_ON)
+            return (await rec.allm(request, call=call)).content
+
+    if asynchronous:
+        run = asyncio.run(al.arecord(aprogram, store=store, name="allm stream"))
+        assert asyncio.run(al.areplay(aprogram, run)).ok
+    else:
+        run = al.record(program, store=store, name="llm stream")
+        assert al.replay(program, run).ok
+    assert run.event(len(run) - 1).payload["result"] == "restart the api"
+    types = [e.type for e in run.iter_events()]
+    assert types.count("llm.response") == 1 and "http.request" not in types  # one row: rec.llm's
+    assert run.llm_calls()["cost_usd"].tolist() == [expected_cost()]
+    assert len(server.requests) == 1
+
+
+def test_the_program_gets_each_chunk_as_the_server_sends_it(server: LLMServer, store: Any) -> None:
+    gate = server.hold_streams()  # the server sends two chunks, then waits for the test
+    seen: list[str] = []
+    with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client, \
+            al.recording(store=store, name="live stream") as rec:
+        stream = client.chat.completions.create(model=MODEL, messages=QUESTION, stream=True,
+                                                stream_options=USAGE_ON)
+        for chunk in stream:
+            seen.append(chunk.choices[0].delta.content or "" if chunk.choices else "")
+            if len(seen) == 2:  # got before the server sent the rest: not read whole first
+                assert "llm.response" not in [e.type for e in store.run(rec.run_id).iter_events()]
+                gate.set()
+    assert server.gate_waited is True and "".join(seen) == "restart the api"
+    run = store.run(rec.run_id)
+    assert [e.type for e in run.iter_events()][1:-1] == [
+        "span.started", "llm.request", "http.request", "http.response", "llm.response", "span.ended"]
+    assert run.llm_calls()["cost_usd"].tolist() == [expected_cost()]
+
+
+def test_an_async_stream_reaches_the_program_live(server: LLMServer, store: Any) -> None:
+    gate = server.hold_streams()
+
+    async def program(rec: Any) -> str:
+        parts = []
+        async with openai.AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            stream = await client.chat.completions.create(model=MODEL, messages=QUESTION, stream=True)
+            async for chunk in stream:
+                parts.append(chunk.choices[0].delta.content or "" if chunk.choices else "")
+                if len(parts) == 2:
+                    gate.set()
+        return "".join(parts)
+
+    run = asyncio.run(al.arecord(program, store=store, name="async live stream"))
+    assert server.gate_waited is True and run.event(len(run) - 1).payload["result"] == "restart the api"
+    assert run.llm_calls()["cost_usd"].isna().all()  # no usage asked for: unknown
+    assert asyncio.run(al.areplay(program, run)).ok
