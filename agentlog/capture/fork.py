@@ -216,7 +216,20 @@ def _prepare(run: Any, at: int, program: Program, edits: list[Edit], name: str |
              reducers: Any, run_id: str | None, tags: Mapping[str, Any] | None,
              clock: Callable[[], float] | None, capture_http: bool) -> tuple[Any, Recorder]:
     """The fork's writer and the recorder that replays the prefix and records past the cut."""
-    replaced = _replacements(run, edits)
+    writer, sink, bind = fork_sink(run, at, edits, name=name, store=store, run_id=run_id, tags=tags, clock=clock)
+    inputs = next((e.inputs for e in edits if isinstance(e, ReplaceInput)), recorded_inputs(run))
+    rec = Recorder(sink, inputs=inputs, reducers=program_reducers(program, reducers),
+                   clock=clock or time.time, timer=clock or time.perf_counter, capture_http=capture_http)
+    bind(rec)
+    return writer, rec
+
+
+def fork_sink(run: Any, at: int, edits: list[Edit], *, name: str | None, store: Any, run_id: str | None,
+              tags: Mapping[str, Any] | None, clock: Callable[[], float] | None,
+              start: int = 0) -> tuple[Any, ReplaySink, Callable[[Recorder], None]]:
+    """A fork's new run (its writer) and the sink that replays the parent's events ``start..at``
+    and writes past the cut, where ``fork.started`` and the edits go first. The sink needs the
+    recorder built on it to write them: pass that recorder to the returned function."""
     redactor = run_redactor(run)
     target = resolve_store(store if store is not None else run.store)
     parent_name = run.meta.get("name") or run.id
@@ -225,7 +238,7 @@ def _prepare(run: Any, at: int, program: Program, edits: list[Edit], name: str |
                                run_id=run_id, clock=clock, redact=redactor.names)
     skip = {e.seq for e in edits if isinstance(e, ReplaceResponse)}
     cache = ResponseCache(e for e in run.iter_events(start=at + 1) if e.seq not in skip)
-    after = WriterSink(writer, cache=cache, edits=replaced)
+    after = WriterSink(writer, cache=cache, edits=_replacements(run, edits))
     holder: dict[str, Recorder] = {}
 
     def at_cut() -> None:
@@ -237,13 +250,9 @@ def _prepare(run: Any, at: int, program: Program, edits: list[Edit], name: str |
             if isinstance(e, PatchState):
                 rec.emit(StatePatch(ops=[dict(op) for op in e.ops]), actor="fork", caused_by=started.seq)
 
-    sink = ReplaySink(run.iter_events(stop=at + 1), run_id=run.id, prefix=at + 1, after=after,
-                      recorded_by=recorded_by(run), on_cut=at_cut, redactor=redactor)
-    inputs = next((e.inputs for e in edits if isinstance(e, ReplaceInput)), recorded_inputs(run))
-    rec = Recorder(sink, inputs=inputs, reducers=program_reducers(program, reducers),
-                   clock=clock or time.time, timer=clock or time.perf_counter, capture_http=capture_http)
-    holder["rec"] = rec
-    return writer, rec
+    sink = ReplaySink(run.iter_events(start=start, stop=at + 1), run_id=run.id, prefix=at + 1, after=after,
+                      recorded_by=recorded_by(run), on_cut=at_cut, start=start, redactor=redactor)
+    return writer, sink, lambda rec: holder.__setitem__("rec", rec)
 
 
 def _forked(writer: Any, steps: Steps[Any]) -> Steps[Any]:

@@ -16,15 +16,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..events import SPAN_STARTED, ForkStarted, StatePatch
-from .fork import Edit, PatchState, ReplaceInput, ReplaceResponse, _replacements, writer_parent_hash
+from ..events import SPAN_STARTED
+from .fork import Edit, ReplaceInput, fork_sink
 from .lifecycle import closing, drive
 from .recorder import Recorder
 from .replay import recorded_inputs
 from .runtime.loop import AgentProgram, Loop
 from .runtime.resume import _interrupted_emit
-from .session import resolve_store
-from .sinks import ReplaySink, ResponseCache, WriterSink, recorded_by, run_redactor
 
 __all__ = ["fork_loop", "step_boundary"]
 
@@ -74,32 +72,11 @@ def fork_loop(run: Any, at: int, *, program: AgentProgram, edits: list[Edit], na
     if found is None:
         return None
     base, state = found
-    redactor = run_redactor(run)
-    target = resolve_store(store if store is not None else run.store)
-    parent_name = run.meta.get("name") or run.id
-    writer = target.create_run(name=name or f"{parent_name} fork@{at}", fork_of=(run.id, at),
-                               tags={**(tags or {}), "fork_of": run.id, "fork_seq": at},
-                               run_id=run_id, clock=clock, redact=redactor.names)
-    skip = {e.seq for e in edits if isinstance(e, ReplaceResponse)}
-    cache = ResponseCache(e for e in run.iter_events(start=at + 1) if e.seq not in skip)
-    after = WriterSink(writer, cache=cache, edits=_replacements(run, edits))
-    holder: dict[str, Recorder] = {}
-
-    def at_cut() -> None:
-        rec = holder["rec"]
-        started = rec.emit(ForkStarted(parent_run=run.id, parent_seq=at,
-                                       parent_hash=writer_parent_hash(writer),
-                                       edits=[e.describe() for e in edits]), actor="fork")
-        for e in edits:
-            if isinstance(e, PatchState):
-                rec.emit(StatePatch(ops=[dict(op) for op in e.ops]), actor="fork", caused_by=started.seq)
-
-    sink = ReplaySink(run.iter_events(start=base + 1, stop=at + 1), run_id=run.id, prefix=at + 1,
-                      after=after, recorded_by=recorded_by(run), on_cut=at_cut, start=base + 1,
-                      redactor=redactor)
+    writer, sink, bind = fork_sink(run, at, edits, name=name, store=store, run_id=run_id, tags=tags, clock=clock,
+                                   start=base + 1)
     rec = Recorder(sink, inputs=recorded_inputs(run), reducers=program.reducers, state=state,
                    clock=clock or time.time, timer=clock or time.perf_counter)
-    holder["rec"] = rec
+    bind(rec)
     partial = _interrupted_emit(run, state, program) if state["loop"]["step"] is None else None
     loop = Loop(program, rec, partial)
     with closing(writer, what="fork recorded as run"):  # no run.started: the run goes on mid-way
