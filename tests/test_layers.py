@@ -47,7 +47,7 @@ LAYERS: dict[str, str] = {
         agentlog.store.snapshot agentlog.store.store agentlog.store.verify agentlog.store.wal
         agentlog.store.writer
         agentlog.store.checkpoints agentlog.store.heads agentlog.store.repair agentlog.store.tail
-        agentlog.store.tmp
+        agentlog.store.tmp agentlog.store.fsys agentlog.store.push
     """,
     "capture": """
         agentlog.capture agentlog.capture.divergence agentlog.capture.fork
