@@ -92,7 +92,7 @@ LAYERS: dict[str, str] = {
     "cli": """
         agentlog.cli agentlog.cli.__main__ agentlog.cli._app agentlog.cli._demo agentlog.cli._files
         agentlog.cli._inspect agentlog.cli._program agentlog.cli._rerun agentlog.cli._util
-        agentlog.cli._checkpoint agentlog.cli._integrity agentlog.cli._serve
+        agentlog.cli._checkpoint agentlog.cli._integrity agentlog.cli._serve agentlog.cli._fleet
     """,
     # the public names (al.*) and the registry of methods attached from above
     "package": "agentlog",

@@ -401,9 +401,14 @@ def _pull_one(remote: Store, store: Store, run_id: str, report: PushReport) -> N
         report.blobs_sent += 1
         report.files_sent += 1
         report.bytes_sent += len(data)
-    write_atomic(work / RUN_JSON, meta_bytes)
-    report.files_sent += 1
-    report.bytes_sent += len(meta_bytes)
+    here = work / RUN_JSON
+    if here.is_file() and here.read_bytes() == meta_bytes:
+        report.files_skipped += 1
+        report.bytes_skipped += len(meta_bytes)
+    else:
+        write_atomic(here, meta_bytes)
+        report.files_sent += 1
+        report.bytes_sent += len(meta_bytes)
     if work != final:
         try:
             os.rename(work, final)
