@@ -60,7 +60,7 @@ LAYERS: dict[str, str] = {
         agentlog.capture.runtime.budget agentlog.capture.runtime.loop agentlog.capture.runtime.resume
         agentlog.capture.runtime.start agentlog.capture.runtime.steps
         agentlog.edit
-        agentlog.testing agentlog.testing.fakes agentlog.testing.strategies
+        agentlog.testing agentlog.testing.fakes agentlog.testing.strategies agentlog.testing.fleet
     """,
     # programs built on the runtime, and runs read from and written to other formats
     "programs": """
@@ -78,7 +78,7 @@ LAYERS: dict[str, str] = {
     "analysis": """
         agentlog.analysis agentlog.analysis._duck agentlog.analysis.align agentlog.analysis.columns
         agentlog.analysis.cost agentlog.analysis.queries agentlog.analysis.rundiff
-        agentlog.analysis.spans agentlog.analysis.storewide agentlog.analysis.tables
+        agentlog.analysis.spans agentlog.analysis.storewide agentlog.analysis.tables agentlog.analysis.fleet
     """,
     "views": """
         agentlog.widgets agentlog.widgets._kernel agentlog.widgets.accessors

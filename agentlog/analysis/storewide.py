@@ -420,7 +420,8 @@ def _plain(table: pa.Table) -> pa.Table:
 STORE_COST_KEYS: Final = ("run", *RUN_COST_KEYS)
 
 
-def cost(store: Store, by: str | Sequence[str] = ("run", "model", "day")) -> pd.DataFrame:
+def cost(store: Store, by: str | Sequence[str] = ("run", "model", "day"), *,
+         engine: str = "duckdb") -> pd.DataFrame:
     """Usage of every run's own events summed by ``by`` (see
     :data:`~agentlog.analysis.columns.COST_KEYS` and ``COST_VALUES``).
 
@@ -432,8 +433,19 @@ def cost(store: Store, by: str | Sequence[str] = ("run", "model", "day")) -> pd.
     Args:
         store: the store.
         by: keys from ``run``, ``model``, ``actor``, ``span``, ``kind``, ``type``, ``day``.
+        engine: ``"duckdb"`` (embedded, the default) or ``"dask"``: the same table computed on
+            the current ``dask.distributed`` cluster from the same files
+            (:mod:`agentlog.analysis.fleet`; not by ``span`` or ``kind``).
+
+    Raises:
+        ValueError: an unknown key or engine.
     """
     keys = check_keys(by, STORE_COST_KEYS)
+    if engine == "dask":
+        from .fleet import cost as dask_cost
+        return dask_cost(store, keys)
+    if engine != "duckdb":
+        raise ValueError(f"engine={engine!r}: use 'duckdb' or 'dask'")
     con = connect(store)
     try:
         table = _arrow(con, cost_sql("events", "run_events", keys), store)

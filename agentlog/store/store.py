@@ -58,6 +58,7 @@ from .writer import Clock, RunWriter
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    import dask.dataframe as dd
     import duckdb
     import pandas as pd
     import pyarrow.compute as pc
@@ -509,7 +510,7 @@ class Store(Extensible):
                           partition_base_dir=str(self.runs_path), filesystem=self.fs.arrow)
 
     # --- tables and views: attached from the layers above (agentlog.accessors) -----------------
-    # agentlog/__init__.py registers store.runs(), events(), cost(), sql(), duckdb()
+    # agentlog/__init__.py registers store.runs(), events(), cost(), sql(), duckdb(), to_dask()
     # (agentlog.analysis.storewide) and cost_dashboard(), _repr_html_() (agentlog.widgets).
     # The stubs below are what type checkers see; tests/test_layers.py checks that they match
     # the registered functions.
@@ -518,9 +519,11 @@ class Store(Extensible):
         def runs(self, *, verify: bool = False) -> pd.DataFrame: ...
         def events(self, where: str | pc.Expression | None = None,
                    columns: Sequence[str] | None = None) -> pd.DataFrame: ...
-        def cost(self, by: str | Sequence[str] = ("run", "model", "day")) -> pd.DataFrame: ...
+        def cost(self, by: str | Sequence[str] = ("run", "model", "day"), *,
+                 engine: str = "duckdb") -> pd.DataFrame: ...
         def sql(self, query: str) -> pd.DataFrame: ...
         def duckdb(self) -> duckdb.DuckDBPyConnection: ...
+        def to_dask(self, what: str = "events", columns: Sequence[str] | None = None) -> dd.DataFrame: ...
         def cost_dashboard(self, **options: Any) -> Any: ...
         def _repr_html_(self) -> str | None: ...
 

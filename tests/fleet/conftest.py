@@ -45,10 +45,16 @@ def s3_endpoint() -> Iterator[str]:
         proc.wait(10)
 
 
+@pytest.fixture(scope="session")
+def s3_vars(s3_endpoint: str) -> dict[str, str]:
+    """The standard AWS environment variables that point at the server."""
+    return dict(S3_ENV, AWS_ENDPOINT_URL=s3_endpoint)
+
+
 @pytest.fixture
-def s3_env(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+def s3_env(s3_vars: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """The standard AWS environment pointing at the server (for this process and children)."""
-    env = dict(S3_ENV, AWS_ENDPOINT_URL=s3_endpoint)
+    env = dict(s3_vars)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     return env
