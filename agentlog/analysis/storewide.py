@@ -145,7 +145,9 @@ def scan(store: Store) -> StoreSnapshot:
 def _scan_remote(store: Store) -> StoreSnapshot:
     """:func:`scan` for a remote store: one recursive listing and one concurrent batch of
     ``run.json`` reads. A pushed run holds sealed segments only (no WAL: pushes stop at the
-    last sealed segment), and nothing is sealed under a reader, so the listing is the snapshot."""
+    last sealed segment), and nothing is sealed under a reader, so the listing is the snapshot.
+    A run folder without ``run.json`` is a push in progress and is left out, as
+    ``store.list_runs()`` leaves it out."""
     from ..errors import RunDamagedError, StoreError
     from ..store.fsys import RemoteFS
     from ..store.meta import RUN_JSON, parse_meta, run_id_of
@@ -155,6 +157,7 @@ def _scan_remote(store: Store) -> StoreSnapshot:
     assert isinstance(fs, RemoteFS)
     root = str(store.runs_path).lstrip("/")
     segments: dict[str, list[tuple[int, str]]] = {}
+    listed: set[str] = set()  # runs with a run.json: a push writes it last
     for key in fs.find(store.runs_path):
         folder, _, name = key[len(root) + 1:].rpartition("/")
         run_id = run_id_of(folder)
@@ -164,7 +167,9 @@ def _scan_remote(store: Store) -> StoreSnapshot:
         runs = segments.setdefault(run_id, [])
         if first is not None:
             runs.append((first, fs.url(store.runs_path / folder / name)))
-    paths = {run_id: store.runs_path / f"run_id={run_id}" / RUN_JSON for run_id in segments}
+        elif name == RUN_JSON:
+            listed.add(run_id)
+    paths = {run_id: store.runs_path / f"run_id={run_id}" / RUN_JSON for run_id in sorted(listed)}
     texts = fs.read_many(list(paths.values()))
     found: list[tuple[str, str, dict[str, Any]]] = []
     for run_id, path in paths.items():

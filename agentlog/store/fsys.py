@@ -167,6 +167,7 @@ class RemoteFS(FileSystem):
     def find(self, path: PurePath) -> dict[str, dict[str, Any]]:
         """Every file under ``path`` (one recursive listing), keyed by path, with its info."""
         found: dict[str, dict[str, Any]] = {}
+        self.fs.invalidate_cache(str(path))  # another machine may have pushed since
         try:
             listed = self.fs.find(str(path), detail=True)
         except FileNotFoundError:

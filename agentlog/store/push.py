@@ -118,11 +118,12 @@ class _Target:
         self.fs = fs
         self.root = root
         self.held: dict[str, int] = {}
+        self.fetched: dict[str, bytes | None] = {}
 
     def path(self, rel: str) -> PurePath:
         return self.root / rel
 
-    def list(self, rel: str) -> None:
+    def index(self, rel: str) -> None:
         """Note every file under ``rel`` with its size (one recursive listing)."""
         if isinstance(self.fs, RemoteFS):
             root = str(self.root).lstrip("/")
@@ -137,10 +138,24 @@ class _Target:
                     self.held[str(p.relative_to(base))] = p.stat().st_size
 
     def read(self, rel: str) -> bytes | None:
+        if rel in self.fetched:
+            return self.fetched[rel]
         try:
             return self.fs.read_bytes(self.path(rel))
         except FileNotFoundError:
             return None
+
+    def fetch(self, rels: list[str]) -> None:
+        """Read these files (those the listing found) in one concurrent batch, for :meth:`read`."""
+        rels = [r for r in rels if r in self.held]
+        if isinstance(self.fs, RemoteFS):
+            found = self.fs.read_many([self.path(r) for r in rels])
+            for rel in rels:
+                value = found.get(str(self.path(rel)).lstrip("/"))
+                self.fetched[rel] = value if isinstance(value, bytes) else None
+        else:
+            for rel in rels:
+                self.fetched[rel] = self.read(rel)
 
     def put(self, file: _File) -> _File:
         if isinstance(self.fs, RemoteFS):
@@ -180,8 +195,9 @@ def push(store: Store, url: str, runs: Iterable[str] | None = None, *,
     target = _Target(url, storage_options)
     ids = _with_ancestors(store, store.list_runs() if runs is None else [store.run(r).id for r in runs])
     report = PushReport(runs=ids)
-    target.list("runs")
-    target.list("blobs")
+    target.index("runs")
+    target.index("blobs")
+    target.fetch([f"runs/{run_dir_name(r)}/{RUN_JSON}" for r in ids])  # one batch, for the clash checks
     plans = [_plan(store, run_id, target) for run_id in ids]
     blobs: dict[str, _File] = {}
     for _, _, refs in plans:

@@ -42,6 +42,7 @@ from .meta import (
     check_run_id,
     initial_meta,
     new_run_id,
+    parse_meta,
     read_meta,
     run_dir_name,
     run_id_of,
@@ -150,12 +151,38 @@ class Store(Extensible):
         A run folder whose ``run.json`` is missing or damaged is listed too (first, since its
         creation time is unknown): ``verify`` reports it and ``repair`` rebuilds it.
         """
+        if isinstance(self.fs, RemoteFS):
+            return self._remote_runs()
         found = []
         for run_id, run_dir in self._run_dirs():
             try:
                 created = str(read_meta(run_dir, self.fs).get("created") or "")
             except StoreError:
                 created = ""  # still listed: verify reports what is wrong with it
+            found.append((created, run_id))
+        return [run_id for _, run_id in sorted(found)]
+
+    def _remote_runs(self) -> list[str]:
+        """:meth:`list_runs` of a remote store: one recursive listing, the ``run.json`` files read
+        in one concurrent batch. A folder without ``run.json`` is a push in progress (a push
+        writes it last) and is not listed."""
+        fs = self.fs
+        assert isinstance(fs, RemoteFS)
+        root = str(self.runs_path).lstrip("/")
+        folders = sorted({key[len(root) + 1:].split("/", 1)[0] for key in fs.find(self.runs_path)
+                          if key.endswith("/" + RUN_JSON)})
+        paths = {rid: self.runs_path / name / RUN_JSON for name in folders
+                 if (rid := run_id_of(name)) is not None}
+        texts = fs.read_many(list(paths.values()))
+        found = []
+        for run_id, path in paths.items():
+            text = texts.get(str(path).lstrip("/"))
+            try:
+                if not isinstance(text, bytes):
+                    raise StoreError(f"{fs.url(path)} cannot be read")
+                created = str(parse_meta(text, path, run_id).get("created") or "")
+            except StoreError:
+                created = ""
             found.append((created, run_id))
         return [run_id for _, run_id in sorted(found)]
 
