@@ -17,6 +17,10 @@ into place), the blobs their events reference (content-addressed), fold checkpoi
 * **one crossing per blob**: blobs the target holds are skipped and counted in
   :attr:`PushReport.bytes_skipped`.
 
+Files go in phases, each finished before the next starts: blobs, then segments and checkpoint
+packs, then checkpoint manifests, then ``run.json``. So whatever a reader (or a resumed push)
+finds in the target has what it references: a segment's blobs, a manifest's packs.
+
 An open run is pushed up to its last sealed segment (its WAL stays local); ``follow`` keeps
 pushing as it seals. A fork's ancestors are pushed with it (a fork reads its parent's prefix).
 """
@@ -209,8 +213,12 @@ def push(store: Store, url: str, runs: Iterable[str] | None = None, *,
                     blobs[digest] = _File(rel, path.stat().st_size, path, blob=True)
                 except FileNotFoundError:
                     continue  # verify reports a missing blob; the run's own files still go
-    files = list(blobs.values()) + [f for files, _, _ in plans for f in files]
-    _copy(files, target, report, progress)
+    files = [f for files, _, _ in plans for f in files]
+    manifests = [f for f in files if f.rel.endswith(".json")]
+    # in phases, each done before the next starts: a segment is in the target only once its
+    # blobs are, a checkpoint manifest once its packs are, and run.json comes last
+    for phase in (list(blobs.values()), [f for f in files if not f.rel.endswith(".json")], manifests):
+        _copy(phase, target, report, progress)
     for run_id, (_, meta, _) in zip(ids, plans, strict=True):
         _put_meta(target, run_id, meta, report)
     report.seconds = time.perf_counter() - started

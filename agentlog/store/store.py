@@ -561,7 +561,8 @@ def open(path_or_id: str | os.PathLike[str], run_id: str | None = None, *,
 
     Args:
         path_or_id: a run folder (``…/runs/run_id=X``); or a store folder, with ``run_id``;
-            or a run id (or unique prefix) in ``store`` (default: the default store).
+            or a run id (or unique prefix) in ``store`` (default: the default store). Folders
+            may be URLs (``s3://bucket/prefix/runs/run_id=X``).
         run_id: the run, when ``path_or_id`` is a store folder.
         store: the store to look ``path_or_id`` up in when it is an id.
 
@@ -570,7 +571,20 @@ def open(path_or_id: str | os.PathLike[str], run_id: str | None = None, *,
         RunDamagedError: the run's ``run.json`` is missing or invalid.
         ValueError: a store folder was given without a run id, and it has several runs.
     """
-    path = Path(os.fspath(path_or_id)).expanduser()
+    text = os.fspath(path_or_id)
+    if is_url(text):  # a remote run folder, or a remote store with run_id
+        head, sep, tail = text.rstrip("/").rpartition("/runs/")
+        rid = run_id_of(tail) if sep else None
+        if rid is not None and run_id is None:
+            return Store(head).run(rid, exact=True)
+        st = Store(text)
+        if run_id is None:
+            ids = st.list_runs()
+            if len(ids) != 1:
+                raise ValueError(f"{text} holds {len(ids)} runs; say which: al.open({text!r}, run_id)")
+            run_id = ids[0]
+        return st.run(run_id)
+    path = Path(text).expanduser()
     rid = run_id_of(path.name)
     if rid is not None and path.is_dir() and run_id is None:
         return Store(path.parent.parent).run(rid, exact=True)

@@ -205,3 +205,36 @@ def test_verify_all_url_finds_a_damaged_run(tmp_path: Path, bucket: str, s3_env:
     out = _cli("verify", "--all", url, env=dict(os.environ, **s3_env))
     assert out.returncode == 1
     assert "run sre-0002:" in out.stdout and "problem" in out.stdout
+
+
+def test_follow_pushes_what_each_seal_adds(tmp_path: Path, bucket: str) -> None:
+    from agentlog.store.push import PushReport, follow
+
+    local = al.Store(tmp_path / "local")
+    url = f"{bucket}/team"
+    w = local.create_run(run_id="growing", segment_events=5)
+    seen: list[int] = []
+
+    def grow(report: PushReport) -> None:  # between two pushes, the run seals one more segment
+        seen.append(len(al.Store(url).run("growing")) if "growing" in al.Store(url).list_runs() else 0)
+        for i in range(5):
+            w.emit("note", {"text": f"{len(seen)}-{i}"})
+
+    for i in range(7):
+        w.emit("note", {"text": f"start {i}"})
+    total = follow(local, url, interval=0.05, rounds=3, on_round=grow)
+    assert seen == [5, 10, 15]  # each round pushed up to the last sealed segment
+    assert total.files_sent >= 3 and total.runs == ["growing"]  # a segment a round, and run.json
+    w.close()
+    local.push(url)
+    assert al.Store(url).run("growing").verify().ok and len(al.Store(url).run("growing")) == 22
+
+
+def test_al_open_takes_a_remote_run_folder(tmp_path: Path) -> None:
+    local = al.Store(tmp_path / "local")
+    with local.create_run(run_id="one") as w:
+        w.emit("note", {"text": "hi"})
+    local.push("memory://open-test/team")
+    assert al.open("memory://open-test/team/runs/run_id=one").event(0).payload == {"text": "hi"}
+    assert al.open("memory://open-test/team").id == "one"
+    assert al.open("memory://open-test/team", "one").store.url == "memory://open-test/team"
