@@ -90,7 +90,7 @@ def main() -> None:
         b, a = statistics.median(before), statistics.median(after)
         figures[what] = {"before_s": round(b, 4), "after_s": round(a, 4), "after_over_before": round(a / b, 3)}
         log(f"{what}: before {b:.3f}s after {a:.3f}s ({a / b:.3f}x)")
-    print(json.dumps({"bench": "seam", "quick": args.quick, "events": calls * 2,
+    print(json.dumps({"bench": "seam", "quick": args.quick, "run_events": calls * 2,
                       "loadavg_at_end": round(os.getloadavg()[0], 2), **figures}))
 
 
