@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 __all__ = ["PushReport", "pull", "push"]
 
 _REF: Final = re.compile(rb'\{"\$blob":"sha256:([0-9a-f]{64})"')
+#: In a pushed run's folder: who claimed the id (run id, created, parent); hidden from Parquet readers.
+IDENTITY: Final = ".identity.json"
 _THREADS: Final = 8
 
 
@@ -161,6 +163,31 @@ class _Target:
             for rel in rels:
                 self.fetched[rel] = self.read(rel)
 
+    def claim(self, rel: str, data: bytes) -> bytes | None:
+        """Write ``data`` at ``rel`` only if nothing is there (S3: a conditional PUT,
+        ``If-None-Match: *``; a folder: a hard link, which fails if the name exists). Returns
+        ``None`` if written, else the bytes already there."""
+        if isinstance(self.fs, RemoteFS):
+            try:
+                self.fs.fs.pipe_file(str(self.path(rel)), data, mode="create")
+                return None
+            except (FileExistsError, OSError) as exc:
+                theirs = self.read(rel)
+                if theirs is None:  # not a clash: the store refused the write
+                    raise StoreError(f"{self.url}: cannot write {rel} ({exc})") from exc
+                return theirs
+        target = Path(self.path(rel))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(temp_name(target.name))
+        tmp.write_bytes(data)
+        try:
+            os.link(tmp, target)
+            return None
+        except FileExistsError:
+            return target.read_bytes()
+        finally:
+            tmp.unlink()
+
     def put(self, file: _File) -> _File:
         if isinstance(self.fs, RemoteFS):
             self.fs.fs.put_file(str(file.local), str(self.path(file.rel)))  # one atomic PUT
@@ -201,8 +228,10 @@ def push(store: Store, url: str, runs: Iterable[str] | None = None, *,
     report = PushReport(runs=ids)
     target.index("runs")
     target.index("blobs")
-    target.fetch([f"runs/{run_dir_name(r)}/{RUN_JSON}" for r in ids])  # one batch, for the clash checks
+    target.fetch([f"runs/{run_dir_name(r)}/{name}" for r in ids for name in (RUN_JSON, IDENTITY)])
     plans = [_plan(store, run_id, target) for run_id in ids]
+    for run_id, (_, meta, _) in zip(ids, plans, strict=True):
+        _claim(target, run_id, meta)
     blobs: dict[str, _File] = {}
     for _, _, refs in plans:
         for digest in refs:
@@ -265,6 +294,27 @@ def _plan(store: Store, run_id: str, target: _Target) -> tuple[list[_File], byte
             p = ckpt / name
             files.append(_File(f"runs/{folder}/{CHECKPOINTS}/{name}", p.stat().st_size, p))
     return files, meta_bytes, refs
+
+
+def _identity(meta_bytes: bytes) -> bytes:
+    meta = orjson.loads(meta_bytes)
+    return orjson.dumps({"run_id": meta.get("run_id"), "created": meta.get("created"),
+                         "parent": meta.get("parent")}, option=orjson.OPT_SORT_KEYS)
+
+
+def _claim(target: _Target, run_id: str, meta_bytes: bytes) -> None:
+    """Claim the run's id in the target before any of its files go there: an object written
+    only if absent (atomic), naming the run's creation. Two machines pushing *different* runs
+    under one id at once: one claim wins, the other push stops here, before writing anything."""
+    rel = f"runs/{run_dir_name(run_id)}/{IDENTITY}"
+    mine = _identity(meta_bytes)
+    theirs = target.fetched.get(rel) if rel in target.held else None
+    if theirs is None:
+        theirs = target.claim(rel, mine)
+    if theirs is not None and theirs != mine:
+        other = _meta_or_none(theirs) or {}
+        raise RunIdClashError(run_id, target.url, f"the run there was created {other.get('created')}, "
+                                                  f"this one {orjson.loads(mine).get('created')}")
 
 
 def _check_clash(target: _Target, run_id: str, meta_bytes: bytes) -> None:

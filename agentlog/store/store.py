@@ -478,8 +478,7 @@ class Store(Extensible):
             min_age: keep files modified less than this many seconds ago, since a live
                 writer may be about to reference a blob it just stored.
         """
-        if apply:
-            self._writable("delete blobs")
+        self._writable("collect garbage (gc runs on the machine that holds the store)")
         return collect_garbage(self, apply=apply, min_age=min_age)
 
     def push(self, url: str, runs: Iterable[str] | None = None, *,

@@ -17,6 +17,7 @@ import pytest
 import agentlog as al
 from agentlog.errors import ReadOnlyStoreError, RunIdClashError
 from agentlog.examples import sample_store
+from agentlog.store.push import IDENTITY
 
 
 def _local(tmp_path: Path) -> al.Store:
@@ -82,6 +83,10 @@ def test_a_remote_store_does_not_record(bucket: str) -> None:
         remote.create_run(run_id="x")
     with pytest.raises(ReadOnlyStoreError):
         remote.blobs.put("hello")
+    with pytest.raises(ReadOnlyStoreError, match="cannot append"):
+        remote.writer("x")
+    with pytest.raises(ReadOnlyStoreError, match="cannot collect garbage"):
+        remote.gc()
 
 
 def test_an_open_run_goes_up_to_its_last_sealed_segment(tmp_path: Path, bucket: str) -> None:
@@ -146,11 +151,14 @@ def test_a_killed_push_resumes(tmp_path: Path, bucket: str, s3_env: dict[str, st
     proc = subprocess.Popen([sys.executable, "-c", _SLOW_PUSH, str(local.path), url], env=env)
     remote = al.Store(url)
     deadline = time.monotonic() + 60
-    while not remote.fs.find(remote.path) and time.monotonic() < deadline:  # type: ignore[attr-defined]
+    def data() -> list[str]:  # what the push copied (not the ids it claimed first)
+        return [k for k in remote.fs.find(remote.path) if not k.endswith(IDENTITY)]  # type: ignore[attr-defined]
+
+    while not data() and time.monotonic() < deadline:
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
-    held = remote.fs.find(remote.path)  # type: ignore[attr-defined]
+    held = data()
     assert held, "the push sent nothing before it was killed"
     assert len(remote.list_runs()) < len(local.list_runs()), "the push finished before it was killed"
     resumed = local.push(url)
@@ -238,3 +246,27 @@ def test_al_open_takes_a_remote_run_folder(tmp_path: Path) -> None:
     assert al.open("memory://open-test/team/runs/run_id=one").event(0).payload == {"text": "hi"}
     assert al.open("memory://open-test/team").id == "one"
     assert al.open("memory://open-test/team", "one").store.url == "memory://open-test/team"
+
+
+def test_two_runs_under_one_id_pushed_at_once_one_wins(tmp_path: Path, bucket: str,
+                                                       s3_env: dict[str, str]) -> None:
+    url = f"{bucket}/team"
+    stores = []
+    for n in (1, 2):
+        store = al.Store(tmp_path / f"m{n}")
+        with store.create_run(run_id="same", clock=lambda n=n: 1000.0 * n) as w:
+            for i in range(20):
+                w.emit("note", {"text": f"machine {n} note {i}"})
+        stores.append(store)
+    env = dict(os.environ, **s3_env)
+    procs = [subprocess.Popen([sys.executable, "-m", "agentlog.cli", "--store", str(s.path), "push", url],
+                              env=env, stderr=subprocess.PIPE, text=True) for s in stores]
+    errs = [p.communicate(timeout=120)[1] for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 4], errs
+    assert any("another run with this id" in e for e in errs)
+    winner = al.Store(url).run("same")
+    assert winner.verify().ok and len(winner) == 20
+    text = winner.event(0).payload["text"]
+    assert text in ("machine 1 note 0", "machine 2 note 0")
+    assert all(e.payload["text"].startswith(text[:9]) for e in winner.iter_events())  # one machine's run only
