@@ -12,8 +12,11 @@ into place), the blobs their events reference (content-addressed), fold checkpoi
   segment's content is fixed by its run's hash chain, a blob's by its digest), so the last
   PUT writes what the first did; ``run.json`` goes last, so a reader that sees a run sees its
   files, and it never replaces a remote ``run.json`` that is further along (closed, or more
-  events). A *different* run under the same id (another ``created`` time, or a segment of
-  another size) is refused with :class:`~agentlog.errors.RunIdClashError`;
+  events). Before any file of a run is copied, the push claims its id with a conditional
+  write (S3 ``If-None-Match: *``; a hard link in a folder) of ``.identity.json`` (run id,
+  creation time, parent): a *different* run under the same id, even one pushed at the same
+  moment from another machine, is refused with :class:`~agentlog.errors.RunIdClashError`
+  before it writes anything;
 * **one crossing per blob**: blobs the target holds are skipped and counted in
   :attr:`PushReport.bytes_skipped`.
 
@@ -230,8 +233,8 @@ def push(store: Store, url: str, runs: Iterable[str] | None = None, *,
     target.index("blobs")
     target.fetch([f"runs/{run_dir_name(r)}/{name}" for r in ids for name in (RUN_JSON, IDENTITY)])
     plans = [_plan(store, run_id, target) for run_id in ids]
-    for run_id, (_, meta, _) in zip(ids, plans, strict=True):
-        _claim(target, run_id, meta)
+    with ThreadPoolExecutor(_THREADS) as pool:  # one small conditional write per new run
+        list(pool.map(lambda plan: _claim(target, plan[0], plan[1][1]), zip(ids, plans, strict=True)))
     blobs: dict[str, _File] = {}
     for _, _, refs in plans:
         for digest in refs:
