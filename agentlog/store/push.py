@@ -30,6 +30,7 @@ pushing as it seals. A fork's ancestors are pushed with it (a fork reads its par
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import time
@@ -128,6 +129,7 @@ class _Target:
         self.root = root
         self.held: dict[str, int] = {}
         self.fetched: dict[str, bytes | None] = {}
+        self.etags: dict[str, str] = {}
 
     def path(self, rel: str) -> PurePath:
         return self.root / rel
@@ -137,7 +139,9 @@ class _Target:
         if isinstance(self.fs, RemoteFS):
             root = str(self.root).lstrip("/")
             for key, info in self.fs.find(self.root / rel).items():
-                self.held[key[len(root) + 1:]] = int(info.get("size") or 0)
+                name = key[len(root) + 1:]
+                self.held[name] = int(info.get("size") or 0)
+                self.etags[name] = str(info.get("ETag") or info.get("etag") or "").strip('"')
             return
         base = Path(self.root)
         for dirpath, _, names in os.walk(base / rel):
@@ -153,6 +157,12 @@ class _Target:
             return self.fs.read_bytes(self.path(rel))
         except FileNotFoundError:
             return None
+
+    def same(self, rel: str, data: bytes) -> bool:
+        """Whether the target's file is known, without reading it, to hold ``data``: its ETag
+        (S3: the MD5 of an object written in one PUT, as every small file here is) says so."""
+        etag = self.etags.get(rel, "")
+        return len(etag) == 32 and etag == hashlib.md5(data, usedforsecurity=False).hexdigest()
 
     def fetch(self, rels: list[str]) -> None:
         """Read these files (those the listing found) in one concurrent batch, for :meth:`read`."""
@@ -231,8 +241,14 @@ def push(store: Store, url: str, runs: Iterable[str] | None = None, *,
     report = PushReport(runs=ids)
     target.index("runs")
     target.index("blobs")
-    target.fetch([f"runs/{run_dir_name(r)}/{name}" for r in ids for name in (RUN_JSON, IDENTITY)])
     plans = [_plan(store, run_id, target) for run_id in ids]
+    # the target's run.json and id claims that may differ from ours: read in one batch
+    target.fetch([rel for run_id, (_, meta, _) in zip(ids, plans, strict=True)
+                  for rel, data in ((f"runs/{run_dir_name(run_id)}/{RUN_JSON}", meta),
+                                    (f"runs/{run_dir_name(run_id)}/{IDENTITY}", _identity(meta)))
+                  if rel in target.held and not target.same(rel, data)])
+    for run_id, (_, meta, _) in zip(ids, plans, strict=True):
+        _check_clash(target, run_id, meta)
     with ThreadPoolExecutor(_THREADS) as pool:  # one small conditional write per new run
         list(pool.map(lambda plan: _claim(target, plan[0], plan[1][1]), zip(ids, plans, strict=True)))
     blobs: dict[str, _File] = {}
@@ -276,7 +292,6 @@ def _plan(store: Store, run_id: str, target: _Target) -> tuple[list[_File], byte
     run = store.run(run_id, exact=True)
     folder = run_dir_name(run_id)
     meta_bytes = (run.path / RUN_JSON).read_bytes()
-    _check_clash(target, run_id, meta_bytes)
     snap = run._load(strict=True)
     files: list[_File] = []
     refs: set[str] = set()
@@ -311,8 +326,11 @@ def _claim(target: _Target, run_id: str, meta_bytes: bytes) -> None:
     under one id at once: one claim wins, the other push stops here, before writing anything."""
     rel = f"runs/{run_dir_name(run_id)}/{IDENTITY}"
     mine = _identity(meta_bytes)
-    theirs = target.fetched.get(rel) if rel in target.held else None
-    if theirs is None:
+    if rel in target.held:
+        if target.same(rel, mine):
+            return
+        theirs = target.read(rel)
+    else:
         theirs = target.claim(rel, mine)
     if theirs is not None and theirs != mine:
         other = _meta_or_none(theirs) or {}
@@ -322,7 +340,7 @@ def _claim(target: _Target, run_id: str, meta_bytes: bytes) -> None:
 
 def _check_clash(target: _Target, run_id: str, meta_bytes: bytes) -> None:
     rel = f"runs/{run_dir_name(run_id)}/{RUN_JSON}"
-    if rel not in target.held:
+    if rel not in target.held or target.same(rel, meta_bytes):
         return
     theirs = target.read(rel)
     if theirs is None:
@@ -370,7 +388,9 @@ def _copy(files: list[_File], target: _Target, report: PushReport, progress: boo
 def _put_meta(target: _Target, run_id: str, meta_bytes: bytes, report: PushReport) -> None:
     """Write ``run.json`` last, unless the target's is the same or further along."""
     rel = f"runs/{run_dir_name(run_id)}/{RUN_JSON}"
-    theirs = target.read(rel) if rel in target.held else None
+    theirs = None
+    if rel in target.held:
+        theirs = meta_bytes if target.same(rel, meta_bytes) else target.read(rel)
     if theirs == meta_bytes or (theirs is not None and _ahead(theirs, meta_bytes)):
         report.files_skipped += 1
         report.bytes_skipped += len(meta_bytes)
