@@ -165,6 +165,7 @@ _ACCESSORS: dict[str, dict[str, str]] = {
         "cost": f"{_ANALYSIS}.storewide:cost",
         "sql": f"{_ANALYSIS}.storewide:sql",
         "duckdb": f"{_ANALYSIS}.storewide:duckdb",
+        "to_dask": f"{_ANALYSIS}.fleet:to_dask",
         "cost_dashboard": f"{_WIDGETS}.accessors:cost_dashboard",
         "_repr_html_": f"{_WIDGETS}.html:store_repr",
     },

@@ -80,6 +80,7 @@ __all__ = [
     "PatchTestError",
     "PricingError",
     "ProofError",
+    "ReadOnlyStoreError",
     "RecordError",
     "ReducerError",
     "ReplayError",
@@ -87,6 +88,7 @@ __all__ = [
     "RunClosedError",
     "RunDamagedError",
     "RunExistsError",
+    "RunIdClashError",
     "RunLockedError",
     "RunNotFoundError",
     "SchemaVersionError",
@@ -212,6 +214,25 @@ class StorePathError(StoreError, NotADirectoryError):
     def __init__(self, path: str) -> None:
         self.path = path
         super().__init__(f"{path}: a store must be a directory, and this is a file")
+
+
+class ReadOnlyStoreError(StoreError, PermissionError):
+    """A remote store (``s3://``, ...) was asked to record: recording stays local."""
+
+    def __init__(self, url: str, action: str) -> None:
+        self.url, self.action = url, action
+        super().__init__(f"{url} is a remote store: cannot {action} there. Recording stays local (the "
+                         "write-ahead log needs fsync and a lock): record into a local store and "
+                         f"`agentlog push {url}` (or store.push(url)) to share the runs")
+
+
+class RunIdClashError(StoreError):
+    """A push or pull met another run under the same id in the target store."""
+
+    def __init__(self, run_id: str, where: str, why: str) -> None:
+        self.run_id, self.where, self.why = run_id, where, why
+        super().__init__(f"run {run_id!r}: {where} holds another run with this id ({why}); nothing of "
+                         "it was overwritten. Rename one of them (agentlog never merges two runs)")
 
 
 class RunNotFoundError(StoreError, LookupError):

@@ -47,7 +47,7 @@ LAYERS: dict[str, str] = {
         agentlog.store.snapshot agentlog.store.store agentlog.store.verify agentlog.store.wal
         agentlog.store.writer
         agentlog.store.checkpoints agentlog.store.heads agentlog.store.repair agentlog.store.tail
-        agentlog.store.tmp
+        agentlog.store.tmp agentlog.store.fsys agentlog.store.push
     """,
     "capture": """
         agentlog.capture agentlog.capture.divergence agentlog.capture.fork
@@ -60,7 +60,7 @@ LAYERS: dict[str, str] = {
         agentlog.capture.runtime.budget agentlog.capture.runtime.loop agentlog.capture.runtime.resume
         agentlog.capture.runtime.start agentlog.capture.runtime.steps
         agentlog.edit
-        agentlog.testing agentlog.testing.fakes agentlog.testing.strategies
+        agentlog.testing agentlog.testing.fakes agentlog.testing.strategies agentlog.testing.fleet
     """,
     # programs built on the runtime, and runs read from and written to other formats
     "programs": """
@@ -78,7 +78,7 @@ LAYERS: dict[str, str] = {
     "analysis": """
         agentlog.analysis agentlog.analysis._duck agentlog.analysis.align agentlog.analysis.columns
         agentlog.analysis.cost agentlog.analysis.queries agentlog.analysis.rundiff
-        agentlog.analysis.spans agentlog.analysis.storewide agentlog.analysis.tables
+        agentlog.analysis.spans agentlog.analysis.storewide agentlog.analysis.tables agentlog.analysis.fleet
     """,
     "views": """
         agentlog.widgets agentlog.widgets._kernel agentlog.widgets.accessors
@@ -92,7 +92,7 @@ LAYERS: dict[str, str] = {
     "cli": """
         agentlog.cli agentlog.cli.__main__ agentlog.cli._app agentlog.cli._demo agentlog.cli._files
         agentlog.cli._inspect agentlog.cli._program agentlog.cli._rerun agentlog.cli._util
-        agentlog.cli._checkpoint agentlog.cli._integrity agentlog.cli._serve
+        agentlog.cli._checkpoint agentlog.cli._integrity agentlog.cli._serve agentlog.cli._fleet
     """,
     # the public names (al.*) and the registry of methods attached from above
     "package": "agentlog",

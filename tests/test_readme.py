@@ -20,13 +20,16 @@ NOT_PYTHON = {
     ("bash", "python3 -m venv .venv && .venv/bin/pip install -e '.[notebook]' && .venv/bin/agentlog demo"),
     ("bash", ".ci/run"),
     ("", "agentlog-runs/"),
+    ("bash", "agentlog push s3://team-runs/agents            # or name RUNs; --follow keeps pushing as runs seal"),
+    ("text", 'spark.read.option("basePath", "s3a://team-runs/agents/runs") \\'),
 }
 
 #: Python blocks that need a program the reader already has (an agent), by the section they are
 #: in: the test named runs them with a real one built on loopback.
 RUN_ELSEWHERE = {"OpenTelemetry, live": "tests/otel/test_readme_otel.py",
                  "Record the agent you already have": "tests/agents/test_readme_agents.py",
-                 "Async agents": "tests/agents/test_readme_agents.py"}
+                 "Async agents": "tests/agents/test_readme_agents.py",
+                 "A team store on S3": "tests/fleet/test_readme_fleet.py"}
 
 
 def section_of(line: int) -> str:

@@ -11,6 +11,7 @@ _checkpoint ``checkpoint``
 _serve      ``serve`` (an OTLP/HTTP endpoint)
 _integrity  ``repair``, ``keygen``, ``sign``, ``prove``, ``verify-proof``
 _demo       ``demo``
+_fleet      ``push``, ``pull`` (a team store: s3://, gs://, a folder)
 ==========  ======================================================================================
 
 Every error is one line on stderr that names the run, the seq or the file, with an exit code
@@ -25,7 +26,8 @@ from collections.abc import Sequence
 
 import click
 
-from . import _checkpoint, _demo, _files, _inspect, _integrity, _rerun, _serve  # they register their commands
+# the command modules register their commands
+from . import _checkpoint, _demo, _files, _fleet, _inspect, _integrity, _rerun, _serve
 from ._app import cli
 from ._util import ExitCode, report_error
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -187,15 +188,18 @@ def verify_json(report: VerifyReport) -> dict[str, Any]:
 
 @cli.command("verify")
 @click.argument("runs", nargs=-1, metavar="[RUN]...")
-@click.option("--all", "all_runs", is_flag=True, help="Verify every run of the store.")
+@click.option("--all", "all_runs", is_flag=True,
+              help="Verify every run of the store (or of the store URL given: agentlog verify --all s3://b/p).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Runs verified at once with --all (default: 8 for a remote store, else 1).")
 @click.option("--expect-head", metavar="HEAD",
               help="A head kept elsewhere: a signed head file (agentlog sign), or the head hash "
                    "(at least 8 hex digits); one RUN only.")
 @click.option("--public-key", metavar="KEY",
               help="With a signed head: require it to be signed by this key (PEM file or base64).")
 @JSON_OPTION
-def verify_command(runs: Sequence[str], all_runs: bool, expect_head: str | None, public_key: str | None,
-                   as_json: bool) -> None:
+def verify_command(runs: Sequence[str], all_runs: bool, jobs: int | None, expect_head: str | None,
+                   public_key: str | None, as_json: bool) -> None:
     """Check the hash chain, seqs, payloads, blobs, head and fork prefix of RUNs (or --all).
 
     Alone, verify detects any change to a closed run's events and any damage; it cannot
@@ -206,11 +210,16 @@ def verify_command(runs: Sequence[str], all_runs: bool, expect_head: str | None,
     --expect-head.
     """
     from ..errors import RunDamagedError
+    from ..store.fsys import is_url
+    from ..store.store import Store
     from ..store.verify import unreadable_report, with_problems
     from ._integrity import public_key_arg, read_head_arg
 
+    url = runs[0] if all_runs and len(runs) == 1 and is_url(runs[0]) else None
+    if url is not None:
+        runs = ()
     if bool(runs) == all_runs:
-        fail(ExitCode.BAD_INPUT, "verify: give one or more RUNs, or --all")
+        fail(ExitCode.BAD_INPUT, "verify: give one or more RUNs, or --all (optionally with a store URL)")
     signed = None
     if expect_head is not None:
         if len(runs) != 1:
@@ -222,13 +231,13 @@ def verify_command(runs: Sequence[str], all_runs: bool, expect_head: str | None,
                                      "8 hex digits of a head hash")
     if public_key is not None and signed is None:
         fail(ExitCode.BAD_INPUT, "--public-key goes with --expect-head SIGNED_HEAD_FILE")
-    store = options.store()
+    store = options.store() if url is None else Store(url)
     reports: list[VerifyReport] = []
     if all_runs:
-        ids = store.list_runs()
-        if not ids:
-            fail(ExitCode.NOT_FOUND, f"no runs in {store.path}")
-        reports.extend(verify_id(store, rid) for rid in progress(ids, desc="verify", unit="run"))
+        found = store.verify(progress=not options.quiet and sys.stderr.isatty(), jobs=jobs)
+        if not found:
+            fail(ExitCode.NOT_FOUND, f"no runs in {store.url}")
+        reports.extend(found.values())
     else:
         for ref in progress(list(runs), desc="verify", unit="run"):
             try:

@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
-from ..errors import BlobIntegrityError, BlobNotFoundError
+from ..errors import BlobIntegrityError, BlobNotFoundError, ReadOnlyStoreError
 from ..events import BlobRef
 from ._fs import fsync_dir, is_temp_name, write_atomic
+from .fsys import LOCAL, FileSystem, RemoteFS
 
 __all__ = ["BYTES_MEDIA_TYPE", "TEXT_MEDIA_TYPE", "BlobStore"]
 
@@ -41,8 +42,10 @@ class BlobStore:
     ('sha256:2cf24dba', 5, 'text/plain; charset=utf-8', 'hello')
     """
 
-    def __init__(self, root: Path) -> None:
-        self.root = Path(root)
+    def __init__(self, root: Path, fs: FileSystem = LOCAL) -> None:
+        self.root = root if fs.remote else Path(root)
+        self.fs = fs
+        """Where the blobs are read from (see :mod:`.fsys`)."""
 
     def __repr__(self) -> str:
         return f"<BlobStore {self.root}>"
@@ -59,7 +62,7 @@ class BlobStore:
 
     def exists(self, digest: str) -> bool:
         """True if the blob is stored."""
-        return self.path(digest).is_file()
+        return self.fs.isfile(self.path(digest))
 
     def put(self, data: bytes | str, media_type: str | None = None, *,
             durable: bool = True) -> BlobRef:
@@ -86,6 +89,8 @@ class BlobStore:
 
     def write(self, digest: str, raw: bytes, *, durable: bool = True) -> None:
         """Store ``raw`` under ``digest``, which the caller has computed from ``raw``."""
+        if self.fs.remote:
+            raise ReadOnlyStoreError(str(self.root), "store a blob")
         final = self.path(digest)
         try:
             os.utime(final)
@@ -110,7 +115,7 @@ class BlobStore:
         """
         path = self.path(digest)
         try:
-            data = path.read_bytes()
+            data = self.fs.read_bytes(path)
         except FileNotFoundError:
             raise BlobNotFoundError(digest, str(path)) from None
         actual = hashlib.sha256(data).hexdigest()
@@ -127,7 +132,7 @@ class BlobStore:
         path = self.path(digest)
         h = hashlib.sha256()
         try:
-            with path.open("rb") as f:
+            with self.fs.open(path) as f:
                 while chunk := f.read(_CHUNK):
                     h.update(chunk)
         except FileNotFoundError:
@@ -137,6 +142,9 @@ class BlobStore:
     def __iter__(self) -> Iterator[str]:
         """The digests of the stored blobs (in no particular order)."""
         base = self.root / "sha256"
+        if self.fs.remote:
+            yield from self._remote_digests(base)
+            return
         try:
             prefixes = os.scandir(base)
         except FileNotFoundError:
@@ -150,3 +158,12 @@ class BlobStore:
                         name = entry.name
                         if len(name) == 62 and _HEXDIGITS.issuperset(name) and not is_temp_name(name):
                             yield f"sha256:{prefix.name}{name}"
+
+    def _remote_digests(self, base: Path) -> Iterator[str]:
+        fs = self.fs
+        assert isinstance(fs, RemoteFS)
+        for name in fs.find(base):
+            prefix, _, rest = name.rpartition("/")
+            prefix = prefix.rsplit("/", 1)[-1]
+            if len(prefix) == 2 and len(rest) == 62 and _HEXDIGITS.issuperset(rest):
+                yield f"sha256:{prefix}{rest}"

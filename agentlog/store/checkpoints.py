@@ -25,6 +25,7 @@ checkpoint and ``n``, plus the nodes those events touch.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
@@ -42,6 +43,7 @@ from ..events import BlobRef
 from ..folding.encode import INLINE, encode, fill, make_shell, referenced
 from ..folding.persistent import PMap
 from ._fs import fsync_dir, temp_name, write_atomic
+from .fsys import LOCAL, FileSystem
 
 if TYPE_CHECKING:
     from ..folding import Reducers
@@ -108,8 +110,9 @@ class NodeReader:
         blobs: reads a blob by digest (for blob references inside a state).
     """
 
-    def __init__(self, root: Path, blobs: Callable[[str], bytes] | None) -> None:
+    def __init__(self, root: Path, blobs: Callable[[str], bytes] | None, fs: FileSystem = LOCAL) -> None:
         self.root = root
+        self.fs = fs
         self._blobs = blobs
         self._lock = threading.RLock()
         self._packs: dict[str, tuple[str, int]] = {}   # named by a manifest: path -> (sha256, size)
@@ -153,7 +156,7 @@ class NodeReader:
                 raise CheckpointError(str(self.root / pack), self._bad[pack])
             path = self.root / pack
             try:
-                data = path.read_bytes()
+                data = self.fs.read_bytes(path)
             except OSError as exc:
                 self._fail(pack, f"cannot read the pack ({exc.strerror or exc})")
             if len(data) != size or hashlib.sha256(data).hexdigest() != sha256:
@@ -174,8 +177,8 @@ class NodeReader:
         size = known[1]
         where = str(self.root / pack)
         try:
-            with open(self.root / pack, "rb") as f:
-                if os.fstat(f.fileno()).st_size != size:
+            with self.fs.open(self.root / pack) as f:
+                if _size(f) != size:
                     self._fail(pack, "the pack's bytes differ from what its manifest recorded")
                 head = f.read(len(_MAGIC))
                 f.seek(max(size - 12, 0))
@@ -249,7 +252,7 @@ class NodeReader:
             table = self._open(pack)
             try:
                 offset, clen, ulen = table[block]
-                with open(self.root / pack, "rb") as f:
+                with self.fs.open(self.root / pack) as f:
                     f.seek(offset)
                     raw = f.read(clen)
                 data = _decompress(raw, ulen)
@@ -421,6 +424,14 @@ class Checkpoint:
     """Every pack its nodes are in: ``(path, sha256, size)``."""
 
 
+def _size(f: Any) -> int:
+    """The size of an open file (local: fstat; remote: its recorded size)."""
+    try:
+        return os.fstat(f.fileno()).st_size
+    except (AttributeError, OSError, io.UnsupportedOperation):
+        return int(f.size)
+
+
 def checkpoint_dir(run_dir: Path) -> Path:
     """The checkpoints folder of a run."""
     return run_dir / CHECKPOINTS
@@ -437,12 +448,12 @@ class Named(NamedTuple):
     """The manifest file."""
 
 
-def named_checkpoints(run_dir: Path) -> list[Named]:
+def named_checkpoints(run_dir: Path, fs: FileSystem = LOCAL) -> list[Named]:
     """The manifests in a run's checkpoints folder by their names, in seq order (one directory
     listing: a reader picks one by seq and reducers and reads that manifest alone)."""
     folder = checkpoint_dir(run_dir)
     try:
-        names = os.listdir(folder)
+        names = fs.listdir(folder)
     except FileNotFoundError:
         return []
     found = []
@@ -454,26 +465,26 @@ def named_checkpoints(run_dir: Path) -> list[Named]:
     return found
 
 
-def list_checkpoints(run_dir: Path) -> list[Checkpoint]:
+def list_checkpoints(run_dir: Path, fs: FileSystem = LOCAL) -> list[Checkpoint]:
     """The manifests in a run's checkpoints folder that parse, by seq (unreadable ones are
     skipped: they are derived data, and ``state_at`` folds from the log without them)."""
     found = []
-    for named in named_checkpoints(run_dir):
+    for named in named_checkpoints(run_dir, fs):
         try:
-            found.append(read_manifest(named.path))
+            found.append(read_manifest(named.path, fs))
         except CheckpointError:
             continue
     return found
 
 
-def read_manifest(path: Path) -> Checkpoint:
+def read_manifest(path: Path, fs: FileSystem = LOCAL) -> Checkpoint:
     """Parse a manifest.
 
     Raises:
         CheckpointError: it does not parse, or is of a format this agentlog does not read.
     """
     try:
-        doc = json.loads(path.read_bytes())
+        doc = json.loads(fs.read_bytes(path))
         if doc.get("agentlog_checkpoint") != FORMAT:
             raise CheckpointError(str(path), f"checkpoint format {doc.get('agentlog_checkpoint')!r} is "
                                              f"not {FORMAT}")
@@ -587,7 +598,7 @@ def nearest_checkpoint(run: Run, n: int, reducers: Reducers) -> tuple[int, Any] 
 def run_checkpoints(run: Run) -> list[Named]:
     """The checkpoints of a run by name and, for a fork, those of its parents at or before
     the cut."""
-    found = named_checkpoints(run.path)
+    found = named_checkpoints(run.path, run.store.fs)
     at = run.fork_seq
     if at is not None and run.parent is not None:
         found = [c for c in run_checkpoints(run.parent) if c.seq <= at] + found
@@ -651,11 +662,14 @@ def _hashes(run: Run) -> Callable[[int], str]:
     return at
 
 
-def iter_packs(run_dir: Path) -> Iterator[Path]:
+def iter_packs(run_dir: Path, fs: FileSystem = LOCAL) -> Iterator[Path]:
     """The pack files in a run's checkpoints folder."""
     folder = checkpoint_dir(run_dir)
-    if folder.is_dir():
-        yield from sorted(folder.glob("nodes-*.pack"))
+    try:
+        names = fs.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    yield from sorted(folder / n for n in names if n.startswith("nodes-") and n.endswith(".pack"))
 
 
 
@@ -713,7 +727,7 @@ class StoredStates:
         if named.path in self._manifests:
             return self._manifests[named.path]
         try:
-            ckpt: Checkpoint | None = read_manifest(named.path)
+            ckpt: Checkpoint | None = read_manifest(named.path, self.run.store.fs)
         except CheckpointError:
             ckpt = None  # derived data that does not parse: the log is there
         if ckpt is not None and (ckpt.reducers != self.fingerprint or ckpt.seq != named.seq

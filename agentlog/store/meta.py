@@ -15,10 +15,11 @@ from typing import Any, Final
 
 from ..errors import RunDamagedError, SchemaVersionError
 from ._fs import write_atomic
+from .fsys import LOCAL, FileSystem
 from .segments import SCHEMA_VERSION, check_schema_version
 
 __all__ = ["RUN_JSON", "RUN_PREFIX", "check_meta", "check_run_id", "iso_time", "new_run_id",
-           "read_meta", "run_dir_name", "run_id_of", "write_meta"]
+           "parse_meta", "read_meta", "run_dir_name", "run_id_of", "write_meta"]
 
 RUN_JSON: Final = "run.json"
 #: Hive partition prefix of a run folder.
@@ -76,7 +77,7 @@ def run_id_of(dir_name: str) -> str | None:
     return run_id if _RUN_ID.fullmatch(run_id) else None
 
 
-def read_meta(run_dir: Path) -> dict[str, Any]:
+def read_meta(run_dir: Path, fs: FileSystem = LOCAL) -> dict[str, Any]:
     """Read and check a run's ``run.json`` (see :func:`check_meta`).
 
     Raises:
@@ -87,11 +88,16 @@ def read_meta(run_dir: Path) -> dict[str, Any]:
     path = run_dir / RUN_JSON
     run_id = run_id_of(run_dir.name) or run_dir.name
     try:
-        text = path.read_bytes()
+        text = fs.read_bytes(path)
     except FileNotFoundError:
         raise RunDamagedError(run_id, str(path), "there is no run.json") from None
     except OSError as exc:
-        raise RunDamagedError(run_id, str(path), f"cannot be read ({exc.strerror})") from None
+        raise RunDamagedError(run_id, str(path), f"cannot be read ({exc.strerror or exc})") from None
+    return parse_meta(text, path, run_id)
+
+
+def parse_meta(text: bytes, path: Path, run_id: str) -> dict[str, Any]:
+    """Parse and check the bytes of a ``run.json`` (see :func:`read_meta`)."""
     try:
         meta = json.loads(text)
     except ValueError as exc:  # UnicodeDecodeError included

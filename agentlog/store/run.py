@@ -63,7 +63,7 @@ class Run(Extensible):
         """The run's id (the ``run_id`` column of every table)."""
         self.path = path
         self.meta = meta
-        self._cache = SegmentCache()
+        self._cache = SegmentCache(store.fs)
         self._snap: Snapshot | None = None
         self._parent: Run | None = None
         self._indexes: dict[int, tuple[Any, Any]] = {}
@@ -149,7 +149,7 @@ class Run(Extensible):
     def _load(self, *, strict: bool) -> Snapshot:
         start, prev = self._start()
         snap = load_snapshot(self.path, start=start, prev=prev, cache=self._cache, strict=strict)
-        if snap.scan.torn and not writer_is_live(self.path):
+        if snap.scan.torn and not self.store.fs.remote and not writer_is_live(self.path):
             # The writer may have finished the line (or closed) since we read: only a torn
             # line that is still there after the lock was seen free was left by a crash.
             again = load_snapshot(self.path, start=start, prev=prev, cache=self._cache,
@@ -174,7 +174,7 @@ class Run(Extensible):
         Returns:
             This run.
         """
-        self.meta = read_meta(self.path)
+        self.meta = read_meta(self.path, self.store.fs)
         self._snap = None
         if self._parent is not None:
             self._parent.refresh()

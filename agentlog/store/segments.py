@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from ..errors import CorruptSegmentError, SchemaVersionError
 from ._fs import fsync_dir, temp_name
+from .fsys import LOCAL, FileSystem
 
 __all__ = [
     "COLUMNS",
@@ -195,7 +196,7 @@ def write_segment(directory: Path, table: pa.Table, *, durable: bool = True) -> 
     return final
 
 
-def read_footer(path: Path) -> pq.FileMetaData:
+def read_footer(path: Path, fs: FileSystem = LOCAL) -> pq.FileMetaData:
     """Read a sealed segment's footer (row count, row groups), checking its schema version and
     columns, without reading its rows.
 
@@ -204,7 +205,7 @@ def read_footer(path: Path) -> pq.FileMetaData:
         CorruptSegmentError: the file is not a readable segment (truncated, wrong columns).
     """
     try:
-        meta = pq.read_metadata(path)
+        meta = pq.read_metadata(path if fs.arrow is None else str(path), filesystem=fs.arrow)
         schema = meta.schema.to_arrow_schema()
     except (pa.ArrowException, OSError) as exc:
         raise CorruptSegmentError(str(path), f"cannot read the Parquet file ({exc})") from None
@@ -224,7 +225,7 @@ def _check_schema(schema: pa.Schema, path: Path) -> None:
         raise CorruptSegmentError(str(path), f"columns {schema.names} are not {list(COLUMNS)}")
 
 
-def read_segment(path: Path) -> pa.Table:
+def read_segment(path: Path, fs: FileSystem = LOCAL) -> pa.Table:
     """Read a sealed segment, checking its schema version and columns.
 
     Raises:
@@ -232,7 +233,7 @@ def read_segment(path: Path) -> pa.Table:
         CorruptSegmentError: the file is not a readable segment (truncated, wrong columns).
     """
     try:  # ParquetFile, not read_table: no dataset layer (which imports pandas) for one file
-        with pq.ParquetFile(path) as f:
+        with pq.ParquetFile(path if fs.arrow is None else str(path), filesystem=fs.arrow) as f:
             table = f.read()
         table.validate(full=True)  # invalid UTF-8 in a string column, a broken offset: ~1% of a read
     except (pa.ArrowException, OSError, ValueError) as exc:  # UnicodeDecodeError: a damaged footer

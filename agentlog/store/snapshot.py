@@ -10,7 +10,6 @@ differ, it reads again. So a reader never sees a gap or a duplicate, without any
 
 from __future__ import annotations
 
-import os
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ import pyarrow.parquet as pq
 
 from ..chain import Problem, ProblemKind
 from ..errors import CorruptSegmentError, SchemaVersionError, StoreError
+from .fsys import LOCAL, FileSystem
 from .segments import (
     COLUMNS,
     SCHEMA,
@@ -52,17 +52,18 @@ class SegmentCache:
     tool, or by someone tampering) is read again.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, fs: FileSystem = LOCAL) -> None:
+        self.fs = fs
+        """Where the segments are read from."""
         self._tables: dict[str, tuple[tuple[int, int, int], pa.Table]] = {}
         self._footers: dict[str, _Footer] = {}
         self._chunks: dict[tuple[str, int, str], pa.ChunkedArray] = {}
 
     def _key(self, path: Path) -> tuple[int, int, int]:
         try:
-            st = os.stat(path)
+            return self.fs.identity(path)
         except FileNotFoundError:
             raise CorruptSegmentError(str(path), "the segment disappeared while reading") from None
-        return (st.st_ino, st.st_size, st.st_mtime_ns)
 
     def footer(self, path: Path) -> _Footer:
         """The segment's footer, checked (schema version, columns).
@@ -74,7 +75,7 @@ class SegmentCache:
         hit = self._footers.get(path.name)
         if hit is not None and hit.key == key:
             return hit
-        meta = read_footer(path)
+        meta = read_footer(path, self.fs)
         starts = [0]
         for i in range(meta.num_row_groups):
             starts.append(starts[-1] + meta.row_group(i).num_rows)
@@ -94,7 +95,7 @@ class SegmentCache:
         hit = self._tables.get(path.name)
         if hit is not None and hit[0] == key:
             return hit[1]
-        table = read_segment(path)
+        table = read_segment(path, self.fs)
         self._tables[path.name] = (key, table)
         return table
 
@@ -126,7 +127,9 @@ class SegmentCache:
 
     def _read_groups(self, path: Path, footer: _Footer, groups: range, names: list[str]) -> None:
         try:
-            with pq.ParquetFile(path, metadata=footer.meta) as f:
+            arrow = self.fs.arrow
+            with pq.ParquetFile(path if arrow is None else str(path), metadata=footer.meta,
+                                filesystem=arrow) as f:
                 table = f.read_row_groups(list(groups), columns=names, use_threads=False)
             table.validate(full=True)  # invalid UTF-8 in a string column, a broken offset
         except (pa.ArrowException, OSError, ValueError) as exc:
@@ -263,10 +266,10 @@ class Snapshot:
         return None
 
 
-def list_segments(run_dir: Path) -> list[tuple[int, str]]:
+def list_segments(run_dir: Path, fs: FileSystem = LOCAL) -> list[tuple[int, str]]:
     """``(first seq, name)`` of the segment files, in seq order."""
     found = []
-    for name in os.listdir(run_dir):
+    for name in fs.listdir(run_dir):
         first = parse_segment_name(name)
         if first is not None:
             found.append((first, name))
@@ -289,14 +292,16 @@ def load_snapshot(run_dir: Path, *, start: int, prev: str, cache: SegmentCache,
         CorruptSegmentError, SchemaVersionError, CorruptWALError: in strict mode.
     """
     wal_path = run_dir / WAL_NAME
+    fs = cache.fs
     for _ in range(_ATTEMPTS):
-        before = list_segments(run_dir)
+        before = list_segments(run_dir, fs)
         try:
-            with open(wal_path, "rb") as f:
-                data = f.read()
+            data = fs.read_bytes(wal_path)
         except FileNotFoundError:
             data = b""
-        if list_segments(run_dir) == before:
+        if fs.remote:  # pushed runs hold sealed segments only: nothing seals under a reader
+            break
+        if list_segments(run_dir, fs) == before:
             break
     else:  # pragma: no cover - a writer sealing faster than we can list
         raise StoreError(f"{run_dir}: the run kept changing while being read; try again")

@@ -16,7 +16,7 @@ import time
 import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from ..accessors import Extensible
 from ..canonical import canonical_json
@@ -24,6 +24,7 @@ from ..chain import GENESIS
 from ..errors import (
     AmbiguousRunError,
     EventNotFoundError,
+    ReadOnlyStoreError,
     RunExistsError,
     RunNotFoundError,
     StoreError,
@@ -32,6 +33,7 @@ from ..errors import (
 from ._fs import fsync_dir, temp_name
 from .blobs import BlobStore
 from .checkpoints import NodeReader
+from .fsys import LOCAL, FileSystem, RemoteFS, is_url, open_url
 from .gc import GCReport, collect_garbage
 from .heads import KEY_ENV
 from .lock import RunLock
@@ -40,6 +42,7 @@ from .meta import (
     check_run_id,
     initial_meta,
     new_run_id,
+    parse_meta,
     read_meta,
     run_dir_name,
     run_id_of,
@@ -56,10 +59,13 @@ from .writer import Clock, RunWriter
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    import dask.dataframe as dd
     import duckdb
     import pandas as pd
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
+
+    from .push import PushReport
 
 __all__ = ["DEFAULT_STORE", "Store", "open"]
 
@@ -73,27 +79,47 @@ class Store(Extensible):
     Its tables across runs (``store.runs()``, ``store.cost()``, ``store.sql()``, ...) come from
     :mod:`agentlog.analysis.storewide`, attached from above (:mod:`agentlog.accessors`).
 
+    A store may also be a URL (``s3://bucket/prefix``, ``gs://…``, ``memory://…``; ``file://``
+    is a local folder): runs, tables, blobs, checkpoints, views and verify then read from there
+    through fsspec, only what each call needs (segment footers, the row groups and columns
+    asked for, blobs on demand). A remote store is read-only for recording: record locally and
+    ``store.push(url)``.
+
     Args:
-        path: the store folder; default ``$AGENTLOG_STORE``, else ``./agentlog-runs``.
+        path: the store folder or URL; default ``$AGENTLOG_STORE``, else ``./agentlog-runs``.
         signing_key: an ed25519 private key (or its PEM file) to sign every run this store
             closes, into ``signed-head.json`` in the run's folder; default
             ``$AGENTLOG_SIGNING_KEY`` if set (see ``agentlog.store.heads``).
+        storage_options: for a URL, passed to fsspec (``{"endpoint_url": …, "key": …}``);
+            by default the endpoint and credentials come from the standard environment
+            (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, …).
 
     Raises:
         StorePathError: ``path`` exists and is a file.
+        ValueError: a URL whose scheme fsspec does not know (or whose package is missing).
     """
 
     _accessor_owner = "Store"
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *,
-                 signing_key: str | os.PathLike[str] | Any | None = None) -> None:
+                 signing_key: str | os.PathLike[str] | Any | None = None,
+                 storage_options: dict[str, Any] | None = None) -> None:
         if path is None:
             path = os.environ.get("AGENTLOG_STORE") or DEFAULT_STORE
-        self.path = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
-        if self.path.exists() and not self.path.is_dir():
-            raise StorePathError(str(self.path))
+        text = os.fspath(path)
+        self.fs: FileSystem = LOCAL
+        """Where the store's files are read from (:mod:`agentlog.store.fsys`)."""
+        if is_url(text):
+            fs, root = open_url(text, storage_options)
+            self.fs = fs
+            # a remote path is pure (no I/O methods): every read goes through self.fs
+            self.path = cast(Path, root)
+        else:
+            self.path = Path(os.path.abspath(os.path.expanduser(text)))
+            if self.path.exists() and not self.path.is_dir():
+                raise StorePathError(str(self.path))
         self.runs_path = self.path / "runs"
-        self.blobs = BlobStore(self.path / "blobs")
+        self.blobs = BlobStore(self.path / "blobs", self.fs)
         self._checkpoint_reader: NodeReader | None = None
         self._key_source = signing_key if signing_key is not None else (os.environ.get(KEY_ENV) or None)
         self._key: Any = None
@@ -102,11 +128,20 @@ class Store(Extensible):
     def checkpoint_reader(self) -> NodeReader:
         """Reads this store's fold checkpoints (one per store object: its caches)."""
         if self._checkpoint_reader is None:
-            self._checkpoint_reader = NodeReader(self.path, self.blobs.read)
+            self._checkpoint_reader = NodeReader(self.path, self.blobs.read, self.fs)
         return self._checkpoint_reader
 
+    @property
+    def url(self) -> str:
+        """The store's location: its folder, or its URL for a remote store."""
+        return self.fs.url(self.path)
+
     def __repr__(self) -> str:
-        return f"<Store {self.path}>"
+        return f"<Store {self.url}>"
+
+    def _writable(self, action: str) -> None:
+        if self.fs.remote:
+            raise ReadOnlyStoreError(self.url, action)
 
     # --- runs -------------------------------------------------------------------------------
 
@@ -116,16 +151,52 @@ class Store(Extensible):
         A run folder whose ``run.json`` is missing or damaged is listed too (first, since its
         creation time is unknown): ``verify`` reports it and ``repair`` rebuilds it.
         """
+        if isinstance(self.fs, RemoteFS):
+            return self._remote_runs()
         found = []
         for run_id, run_dir in self._run_dirs():
             try:
-                created = str(read_meta(run_dir).get("created") or "")
+                created = str(read_meta(run_dir, self.fs).get("created") or "")
             except StoreError:
                 created = ""  # still listed: verify reports what is wrong with it
             found.append((created, run_id))
         return [run_id for _, run_id in sorted(found)]
 
+    def _remote_runs(self) -> list[str]:
+        """:meth:`list_runs` of a remote store: one recursive listing, the ``run.json`` files read
+        in one concurrent batch. A folder without ``run.json`` is a push in progress (a push
+        writes it last) and is not listed."""
+        fs = self.fs
+        assert isinstance(fs, RemoteFS)
+        root = str(self.runs_path).lstrip("/")
+        folders = sorted({key[len(root) + 1:].split("/", 1)[0] for key in fs.find(self.runs_path)
+                          if key.endswith("/" + RUN_JSON)})
+        paths = {rid: self.runs_path / name / RUN_JSON for name in folders
+                 if (rid := run_id_of(name)) is not None}
+        texts = fs.read_many(list(paths.values()))
+        found = []
+        for run_id, path in paths.items():
+            text = texts.get(str(path).lstrip("/"))
+            try:
+                if not isinstance(text, bytes):
+                    raise StoreError(f"{fs.url(path)} cannot be read")
+                created = str(parse_meta(text, path, run_id).get("created") or "")
+            except StoreError:
+                created = ""
+            found.append((created, run_id))
+        return [run_id for _, run_id in sorted(found)]
+
     def _run_dirs(self) -> Iterable[tuple[str, Path]]:
+        if self.fs.remote:
+            try:
+                names = self.fs.listdir(self.runs_path)
+            except FileNotFoundError:
+                return
+            for name in names:
+                run_id = run_id_of(name)
+                if run_id is not None:
+                    yield run_id, self.runs_path / name
+            return
         try:
             entries = os.scandir(self.runs_path)
         except FileNotFoundError:
@@ -149,7 +220,7 @@ class Store(Extensible):
             SchemaVersionError: the run was written by a newer agentlog.
         """
         run_id, run_dir = self._find(run_id, exact=exact)
-        return Run(self, run_id, run_dir, read_meta(run_dir))
+        return Run(self, run_id, run_dir, read_meta(run_dir, self.fs))
 
     def _find(self, run_id: str, *, exact: bool = False) -> tuple[str, Path]:
         """The id and folder of the run :meth:`run` would open, without reading it.
@@ -158,7 +229,7 @@ class Store(Extensible):
             RunNotFoundError, AmbiguousRunError: as for :meth:`run`.
         """
         run_dir = self._dir(run_id)
-        if run_dir is not None and run_dir.is_dir():
+        if run_dir is not None and self.fs.isdir(run_dir):
             return run_id, run_dir
         if not exact and isinstance(run_id, str) and run_id:
             matches = sorted((rid, d) for rid, d in self._run_dirs() if rid.startswith(run_id))
@@ -166,7 +237,7 @@ class Store(Extensible):
                 return matches[0]
             if matches:
                 raise AmbiguousRunError(run_id, [rid for rid, _ in matches])
-        raise RunNotFoundError(str(run_id), str(self.path))
+        raise RunNotFoundError(str(run_id), self.url)
 
     def _dir(self, run_id: str) -> Path | None:
         try:
@@ -176,7 +247,7 @@ class Store(Extensible):
 
     def __contains__(self, run_id: object) -> bool:
         run_dir = self._dir(run_id) if isinstance(run_id, str) else None
-        return run_dir is not None and (run_dir / RUN_JSON).is_file()
+        return run_dir is not None and self.fs.isfile(run_dir / RUN_JSON)
 
     # --- writing ----------------------------------------------------------------------------
 
@@ -207,6 +278,7 @@ class Store(Extensible):
             RunExistsError: a run with this id exists.
             RunNotFoundError, EventNotFoundError: the fork's parent or seq does not exist.
         """
+        self._writable("record a run")
         durability = Durability(durability)
         _check_positive(segment_events=segment_events, blob_threshold=blob_threshold)
         self._signing_key()  # a key that cannot be used is refused before anything is written
@@ -283,6 +355,7 @@ class Store(Extensible):
             CorruptWALError, CorruptSegmentError, SchemaVersionError: damage that needs a
                 person; nothing is changed.
         """
+        self._writable("append to a run")
         durability = Durability(durability)
         self._signing_key()
         run_id, run_dir = self._find(run_id)
@@ -341,27 +414,39 @@ class Store(Extensible):
 
     # --- whole store ------------------------------------------------------------------------
 
-    def verify(self, *, progress: bool | None = None) -> dict[str, VerifyReport]:
-        """Verify every run.
+    def verify(self, *, progress: bool | None = None, jobs: int | None = None) -> dict[str, VerifyReport]:
+        """Verify every run, ``jobs`` runs at a time.
 
         Args:
             progress: show a progress bar; ``None``: only when stderr is a terminal.
+            jobs: runs verified at once (threads: a remote store's reads overlap, and hashing
+                releases the GIL); default 8 for a remote store, 1 for a local one.
 
         Returns:
             A report per run id, in :meth:`list_runs` order.
         """
+        from concurrent.futures import ThreadPoolExecutor
+
         from tqdm.auto import tqdm
 
         show = sys.stderr.isatty() if progress is None else progress
-        reports: dict[str, VerifyReport] = {}
-        for run_id in tqdm(self.list_runs(), desc="verify", unit="run", disable=not show):
-            try:
-                run = self.run(run_id, exact=True)
-            except StoreError as exc:
-                reports[run_id] = unreadable_report(run_id, exc)
-                continue
-            reports[run_id] = run.verify()
-        return reports
+        ids = self.list_runs()
+        jobs = (8 if self.fs.remote else 1) if jobs is None else max(1, int(jobs))
+        with tqdm(total=len(ids), desc="verify", unit="run", disable=not show) as bar:
+            if jobs == 1 or len(ids) < 2:
+                found = [self._verify_one(run_id, bar) for run_id in ids]
+            else:
+                with ThreadPoolExecutor(min(jobs, len(ids))) as pool:
+                    found = list(pool.map(lambda run_id: self._verify_one(run_id, bar), ids))
+        return dict(zip(ids, found, strict=True))
+
+    def _verify_one(self, run_id: str, bar: Any) -> VerifyReport:
+        try:
+            report = self.run(run_id, exact=True).verify()
+        except StoreError as exc:
+            report = unreadable_report(run_id, exc)
+        bar.update(1)
+        return report
 
     def repair(self, run_id: str) -> RepairReport:
         """Rebuild a run's lost or damaged ``run.json`` from its segments and WAL.
@@ -379,6 +464,7 @@ class Store(Extensible):
             RunLockedError: a live writer holds the run.
             StoreError: a fork whose parent is not in the store (nothing is changed).
         """
+        self._writable("repair a run")
         return repair_run(self, run_id)
 
     def gc(self, *, apply: bool = False, min_age: float = 60.0) -> GCReport:
@@ -392,7 +478,48 @@ class Store(Extensible):
             min_age: keep files modified less than this many seconds ago, since a live
                 writer may be about to reference a blob it just stored.
         """
+        self._writable("collect garbage (gc runs on the machine that holds the store)")
         return collect_garbage(self, apply=apply, min_age=min_age)
+
+    def push(self, url: str, runs: Iterable[str] | None = None, *,
+             storage_options: dict[str, Any] | None = None, progress: bool | None = None) -> PushReport:
+        """Copy runs (default: all) to a team store: sealed segments, referenced blobs, fold
+        checkpoints, then ``run.json``. Idempotent, resumable and safe from many machines at
+        once; a file the target holds is skipped (see :mod:`agentlog.store.push`).
+
+        >>> import tempfile, agentlog as al
+        >>> local = al.Store(tempfile.mkdtemp())
+        >>> with local.create_run(run_id="r1") as w:
+        ...     _ = w.emit("note", {"text": "hi"})
+        >>> print(local.push("memory://doc-push/team"))
+        1 run: sent 2 files (...), skipped 0 already there (0 B)
+        >>> print(local.push("memory://doc-push/team"))
+        1 run: sent 0 files (0 B), skipped 2 already there (...)
+        >>> al.Store("memory://doc-push/team").run("r1").event(0).payload
+        {'text': 'hi'}
+
+        Args:
+            url: the target (``s3://bucket/prefix``, ``gs://…``, ``memory://…``, a folder).
+            runs: run ids or unique prefixes (a fork's ancestors come along).
+            storage_options: for fsspec; default: the standard environment
+                (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, …).
+            progress: a progress bar (``None``: when stderr is a terminal).
+
+        Raises:
+            RunIdClashError: the target holds another run under one of these ids.
+        """
+        from .push import push
+        return push(self, url, runs, storage_options=storage_options, progress=progress)
+
+    def pull(self, url: str, run_id: str, *, storage_options: dict[str, Any] | None = None) -> PushReport:
+        """Bring one run (with a fork's ancestors) from a team store into this one, whole.
+
+        Raises:
+            RunNotFoundError: no such run at ``url``.
+            RunIdClashError: this store holds another run under that id.
+        """
+        from .push import pull
+        return pull(self, url, run_id, storage_options=storage_options)
 
     def dataset(self) -> ds.Dataset:
         """The sealed events of all runs as one pyarrow dataset with a ``run_id`` column.
@@ -403,13 +530,13 @@ class Store(Extensible):
         import pyarrow as pa
         import pyarrow.dataset as ds
 
-        files = sorted(str(p) for p in self.runs_path.glob("run_id=*/events-*.parquet"))
+        files = segment_files(self)
         part = ds.partitioning(pa.schema([("run_id", pa.string())]), flavor="hive")
         return ds.dataset(files, format="parquet", partitioning=part,
-                          partition_base_dir=str(self.runs_path))
+                          partition_base_dir=str(self.runs_path), filesystem=self.fs.arrow)
 
     # --- tables and views: attached from the layers above (agentlog.accessors) -----------------
-    # agentlog/__init__.py registers store.runs(), events(), cost(), sql(), duckdb()
+    # agentlog/__init__.py registers store.runs(), events(), cost(), sql(), duckdb(), to_dask()
     # (agentlog.analysis.storewide) and cost_dashboard(), _repr_html_() (agentlog.widgets).
     # The stubs below are what type checkers see; tests/test_layers.py checks that they match
     # the registered functions.
@@ -418,9 +545,11 @@ class Store(Extensible):
         def runs(self, *, verify: bool = False) -> pd.DataFrame: ...
         def events(self, where: str | pc.Expression | None = None,
                    columns: Sequence[str] | None = None) -> pd.DataFrame: ...
-        def cost(self, by: str | Sequence[str] = ("run", "model", "day")) -> pd.DataFrame: ...
+        def cost(self, by: str | Sequence[str] = ("run", "model", "day"), *,
+                 engine: str = "duckdb") -> pd.DataFrame: ...
         def sql(self, query: str) -> pd.DataFrame: ...
         def duckdb(self) -> duckdb.DuckDBPyConnection: ...
+        def to_dask(self, what: str = "events", columns: Sequence[str] | None = None) -> dd.DataFrame: ...
         def cost_dashboard(self, **options: Any) -> Any: ...
         def _repr_html_(self) -> str | None: ...
 
@@ -431,7 +560,8 @@ def open(path_or_id: str | os.PathLike[str], run_id: str | None = None, *,
 
     Args:
         path_or_id: a run folder (``…/runs/run_id=X``); or a store folder, with ``run_id``;
-            or a run id (or unique prefix) in ``store`` (default: the default store).
+            or a run id (or unique prefix) in ``store`` (default: the default store). Folders
+            may be URLs (``s3://bucket/prefix/runs/run_id=X``).
         run_id: the run, when ``path_or_id`` is a store folder.
         store: the store to look ``path_or_id`` up in when it is an id.
 
@@ -440,7 +570,20 @@ def open(path_or_id: str | os.PathLike[str], run_id: str | None = None, *,
         RunDamagedError: the run's ``run.json`` is missing or invalid.
         ValueError: a store folder was given without a run id, and it has several runs.
     """
-    path = Path(os.fspath(path_or_id)).expanduser()
+    text = os.fspath(path_or_id)
+    if is_url(text):  # a remote run folder, or a remote store with run_id
+        head, sep, tail = text.rstrip("/").rpartition("/runs/")
+        rid = run_id_of(tail) if sep else None
+        if rid is not None and run_id is None:
+            return Store(head).run(rid, exact=True)
+        st = Store(text)
+        if run_id is None:
+            ids = st.list_runs()
+            if len(ids) != 1:
+                raise ValueError(f"{text} holds {len(ids)} runs; say which: al.open({text!r}, run_id)")
+            run_id = ids[0]
+        return st.run(run_id)
+    path = Path(text).expanduser()
     rid = run_id_of(path.name)
     if rid is not None and path.is_dir() and run_id is None:
         return Store(path.parent.parent).run(rid, exact=True)
@@ -453,6 +596,21 @@ def open(path_or_id: str | os.PathLike[str], run_id: str | None = None, *,
             run_id = ids[0]
         return st.run(run_id)
     return Store(store).run(os.fspath(path_or_id))
+
+
+def segment_files(store: Store) -> list[str]:
+    """The paths of every sealed segment in the store, sorted (one listing per run folder
+    locally; one recursive listing remotely)."""
+    if isinstance(store.fs, RemoteFS):
+        found = store.fs.find(store.runs_path)
+        return sorted(k for k in found if _segment_key(k))
+    return sorted(str(p) for p in store.runs_path.glob("run_id=*/events-*.parquet"))
+
+
+def _segment_key(key: str) -> bool:
+    parts = key.rsplit("/", 2)
+    return (len(parts) == 3 and parts[1].startswith("run_id=") and parts[2].startswith("events-")
+            and parts[2].endswith(".parquet"))
 
 
 def _sweep(store: Store, own: Path) -> None:

@@ -331,7 +331,7 @@ def store_repr(store: Store) -> str | None:
     if OPTIONS["display"] != "html":
         return None
     from ..analysis.storewide import runs
-    return store_card(str(store.path), _records(runs(store)))
+    return store_card(store.url, _records(runs(store)))
 
 
 # --- Patch -------------------------------------------------------------------------------------

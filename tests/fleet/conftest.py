@@ -1,0 +1,71 @@
+"""A real S3 API on loopback (moto's server, in a subprocess) for the remote-store tests."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+S3_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+          "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """The URL of a moto S3 server started for this session."""
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-c", "from moto.server import main; main()", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("the moto S3 server did not start") from None
+            time.sleep(0.1)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.fixture(scope="session")
+def s3_vars(s3_endpoint: str) -> dict[str, str]:
+    """The standard AWS environment variables that point at the server."""
+    return dict(S3_ENV, AWS_ENDPOINT_URL=s3_endpoint)
+
+
+@pytest.fixture
+def s3_env(s3_vars: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The standard AWS environment pointing at the server (for this process and children)."""
+    env = dict(s3_vars)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return env
+
+
+@pytest.fixture
+def bucket(s3_env: dict[str, str]) -> str:
+    """``s3://<a new bucket>``."""
+    import s3fs
+
+    name = "team-" + secrets.token_hex(4)
+    fs = s3fs.S3FileSystem(endpoint_url=os.environ["AWS_ENDPOINT_URL"])
+    fs.mkdir(name)
+    return f"s3://{name}"
