@@ -6,8 +6,24 @@ later test that calls ``asyncio.run`` would fail; and the fast tests report firs
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: "/tests/browser/" in str(item.fspath))
+
+
+@pytest.fixture
+def instrumented() -> Iterator[Any]:
+    """al.instrument() with the OpenAI and Agents SDK instrumentors, off after the test."""
+    import agentlog as al
+
+    handle = al.instrument(instrumentors=["openinference-instrumentation-openai",
+                                          "openinference-instrumentation-openai-agents"])
+    try:
+        yield handle
+    finally:
+        handle.uninstrument()

@@ -33,7 +33,7 @@ _LOCAL_SCHEMES: Final = ("file://", "local://")
 def is_url(text: str) -> bool:
     """True for ``scheme://...`` (a ``file://`` URL included).
 
-    >>> is_url("s3://b/p"), is_url("./runs"), is_url("file:///tmp/x")
+    >>> is_url("s3://b/p"), is_url("./runs"), is_url("file://runs")
     (True, False, True)
     """
     head, sep, _ = text.partition("://")

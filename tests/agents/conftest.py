@@ -37,12 +37,3 @@ def fresh_loop() -> Iterator[None]:
         loop.close()
 
 
-@pytest.fixture
-def instrumented() -> Iterator[Any]:
-    """al.instrument() with the OpenAI and Agents SDK instrumentors, off after the test."""
-    handle = al.instrument(instrumentors=["openinference-instrumentation-openai",
-                                          "openinference-instrumentation-openai-agents"])
-    try:
-        yield handle
-    finally:
-        handle.uninstrument()

@@ -17,14 +17,6 @@ def store(tmp_path: Path) -> Any:
     return al.Store(tmp_path / "store")
 
 
-@pytest.fixture
-def instrumented() -> Iterator[Any]:
-    handle = al.instrument(instrumentors=["openinference-instrumentation-openai",
-                                          "openinference-instrumentation-openai-agents"])
-    try:
-        yield handle
-    finally:
-        handle.uninstrument()
 
 
 @pytest.fixture
