@@ -167,7 +167,7 @@ class RemoteFS(FileSystem):
     def find(self, path: PurePath) -> dict[str, dict[str, Any]]:
         """Every file under ``path`` (one recursive listing), keyed by path, with its info."""
         found: dict[str, dict[str, Any]] = {}
-        self.fs.invalidate_cache(str(path))  # another machine may have pushed since
+        self._forget(path)  # another machine may have pushed since
         try:
             listed = self.fs.find(str(path), detail=True)
         except FileNotFoundError:
@@ -183,7 +183,23 @@ class RemoteFS(FileSystem):
         return bool(self.fs.isdir(str(path)))
 
     def isfile(self, path: PurePath) -> bool:
+        if self.fs.isfile(str(path)):
+            return True  # objects here are never removed, so a yes stays true
+        self._forget(path.parent)  # a no may come from an old listing of the folder: ask again
         return bool(self.fs.isfile(str(path)))
+
+    def _forget(self, path: PurePath) -> None:
+        """Drop fsspec's listings of ``path``, its parents and every folder under it.
+
+        ``invalidate_cache`` drops a folder and its parents only, and a recursive listing does
+        not replace the listings it already holds of the folders below; so a folder listed once
+        (``blobs/sha256/ab``) would hide what another machine put there since."""
+        self.fs.invalidate_cache(str(path))
+        cache = getattr(self.fs, "dircache", None)
+        if cache is not None:
+            root = _key(str(path)).rstrip("/")
+            for key in [k for k in list(cache) if _key(k).startswith(root + "/")]:
+                cache.pop(key, None)
 
     def identity(self, path: PurePath) -> tuple[int, int, int]:
         key = _key(str(path))
