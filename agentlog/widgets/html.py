@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Final
 
-from ..numbers import PAID, TOTAL, fmt_cost, fmt_ms, fmt_usd, is_missing, usd_sum_known
+from ..numbers import PAID, TOTAL, fmt_cost, fmt_ms, fmt_scalar, fmt_usd, is_missing, usd_sum_known
 from .options import OPTIONS
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ..store.verify import VerifyReport
 
 __all__ = ["cut", "diff_card", "diff_facts", "diff_repr", "esc", "fmt_cost", "fmt_int", "fmt_ms", "fmt_num", "fmt_usd",
-           "obj_repr", "patch_html", "patch_repr", "run_card", "run_repr", "run_text", "section", "store_card",
+           "obj_repr", "patch_html", "patch_repr", "patch_table", "run_card", "run_repr", "run_text", "section", "store_card",
            "store_repr", "table",
            "verify_card", "verify_repr"]
 
@@ -336,31 +336,65 @@ def store_repr(store: Store) -> str | None:
 
 # --- Patch -------------------------------------------------------------------------------------
 
-PATCH_CELL: Final = 120   # characters of a value in a patch row
+PATCH_CELL: Final = 160   # characters of a value in a patch row
+
+
+def patch_table(patch: Patch, *, limit: int | None = ROW_LIMIT, empty: str = "no changes") -> str:
+    """A :class:`~agentlog.folding.Patch` as an escaped table, one row per op: the op, the whole
+    path, and what changed (``before → after``, numbers at a readable precision, money by
+    :func:`~agentlog.numbers.fmt_usd`); cut after ``limit`` rows with a count. The one patch
+    table of every view (the scrubber, a bare patch, a diff, the report).
+
+    >>> from agentlog.folding import Change, Patch
+    >>> page = patch_table(Patch([Change({"op": "replace", "path": "/cost_usd", "value": 0.5}, old=0.25)]))
+    >>> "$0.25 → $0.5" in page
+    True
+    """
+    if not len(patch):
+        return f'<div class="al-muted">{_e(empty)}</div>'
+    changes = patch.changes if limit is None else patch.changes[:limit]
+    rows = [f'<tr class="al-{_e(kind)}"><td>{_e(kind)}</td><td class="al-patch-path">{_e(path)}</td>'
+            f"<td>{_e(text)}</td></tr>" for kind, path, text in map(_change_cells, changes)]
+    if len(changes) < len(patch):
+        rows.append(f'<tr><td colspan="3">… {len(patch) - len(changes):,} more</td></tr>')
+    return (f'<table class="al-table al-patch"><thead><tr><th>op</th><th>path</th><th>change</th>'
+            f'</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+
+
+def _change_cells(change: Any) -> tuple[str, str, str]:
+    from ..folding.patch import NO_VALUE
+
+    op = change.op
+    kind, path = str(op.get("op", "")), str(op.get("path", ""))
+    if kind in ("move", "copy"):
+        return kind, path, f"from {op.get('from')}"
+    old = "" if change.old is NO_VALUE else _value_text(change.old, path)
+    new = "" if "value" not in op else _value_text(op["value"], path)
+    if kind == "test":
+        return kind, path, f"== {new}"
+    return kind, path, f"{old} → {new}" if old and new else (new or (f"was {old}" if old else ""))
+
+
+def _value_text(value: Any, path: str) -> str:
+    if isinstance(value, (dict, list)) or hasattr(value, "items") or (
+            hasattr(value, "__len__") and not isinstance(value, str)):
+        from ..folding.values import short
+        return short(value, PATCH_CELL)
+    return fmt_scalar(value, path.rsplit("/", 1)[-1])
 
 
 def patch_html(patch: Patch) -> str:
-    """A :class:`~agentlog.folding.Patch` as an escaped HTML table: one row per op (sign, path,
-    value and the value it overwrote), cut after :data:`ROW_LIMIT` rows with a count, and the
-    text lines in a folded ``<details>``.
+    """A :class:`~agentlog.folding.Patch` as HTML: a header with its op count, the
+    :func:`patch_table`, and the text lines in a folded ``<details>``.
 
     >>> from agentlog.folding import Change, Patch
     >>> page = patch_html(Patch([Change({"op": "replace", "path": "/a", "value": "<b>"}, old=1)]))
     >>> "&lt;b&gt;" in page and "<b>" not in page and "Patch · 1 op" in page
     True
     """
-    from ..folding.patch import parts
     n = len(patch)
-    rows = []
-    for change in patch.changes[:ROW_LIMIT]:
-        sign, path, detail = parts(change, PATCH_CELL)
-        rows.append(f'<tr class="al-{_e(change.op["op"])}"><td>{_e(sign)}</td>'
-                    f"<td><code>{_e(path)}</code></td><td>{_e(detail)}</td></tr>")
-    if n > ROW_LIMIT:
-        rows.append(f'<tr><td colspan="3">… {n - ROW_LIMIT:,} more</td></tr>')
-    body = "".join(rows) if rows else '<tr><td colspan="3">(no changes)</td></tr>'
     return (f'<div class="agentlog-patch"><div class="al-header">Patch · {n:,} '
-            f'op{"s" if n != 1 else ""}</div><table>{body}</table>'
+            f'op{"s" if n != 1 else ""}</div>{patch_table(patch)}'
             f"<details><summary>text</summary><pre>{_e(str(patch))}</pre></details></div>")
 
 

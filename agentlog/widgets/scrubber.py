@@ -40,11 +40,11 @@ from typing import TYPE_CHECKING, Any, Final
 from ..errors import EventNotFoundError
 from ..events import Event
 from ..folding import Patch, Reducers, State, diff_states, fold
-from ..numbers import fmt_ms, fmt_scalar, fmt_usd, usd_axis
+from ..numbers import fmt_ms, fmt_usd, usd_axis
 from ._kernel import KernelView
 from .chat import event_view_html
 from .html import esc as _e
-from .html import fmt_int, grid, header, obj_repr, section, sections
+from .html import fmt_int, grid, header, obj_repr, patch_table, section, sections
 from .statetree import _is_blob, highlighted_paths, render_state
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
     from ..store.run import Run
 
-__all__ = ["Scrubber", "event_facts", "event_html", "patch_table_html", "payload_html", "tokens_figure"]
+__all__ = ["Scrubber", "event_facts", "event_html", "payload_html", "tokens_figure"]
 
 KEEP_STATES: Final = 512      # recent states kept for instant back-and-forth steps
 BACK_BLOCK: Final = 256       # states kept at once when stepping back reaches an unkept one
@@ -118,36 +118,6 @@ def event_facts(event: Event) -> list[tuple[str, str]]:
 def event_html(event: Event) -> str:
     """The event panel: its facts, then the event as a person reads it (escaped)."""
     return f'<div class="al-sc-event">{grid(event_facts(event))}{event_view_html(event)}</div>'
-
-
-def _op_value(value: Any, path: str) -> str:
-    key = path.rsplit("/", 1)[-1]
-    if isinstance(value, (dict, list)) or hasattr(value, "items") or (
-            hasattr(value, "__len__") and not isinstance(value, str)):
-        from ..folding.values import short
-        return short(value, 160)
-    return fmt_scalar(value, key)
-
-
-def patch_table_html(patch: Any) -> str:
-    """What an event changed: one row per op (op, the whole path on one line, before → after),
-    numbers at a readable precision, money by ``fmt_usd`` (escaped)."""
-    if not len(patch):
-        return '<div class="al-muted">nothing: this event left the state as it was</div>'
-    from ..folding.patch import NO_VALUE
-
-    rows = []
-    for change in patch.changes:
-        op = change.op
-        path = str(op.get("path", ""))
-        kind = str(op.get("op", ""))
-        old = "" if change.old is NO_VALUE else _op_value(change.old, path)
-        new = "" if "value" not in op else _op_value(op["value"], path)
-        change = f"{old} → {new}" if old and new else (new or (f"was {old}" if old else ""))
-        rows.append(f'<tr class="al-{_e(kind)}"><td>{_e(kind)}</td><td class="al-sc-path">{_e(path)}</td>'
-                    f"<td>{_e(change)}</td></tr>")
-    return (f'<table class="al-table al-sc-patch"><thead><tr><th>op</th><th>path</th><th>change</th>'
-            f'</tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
 
 # --- the view ------------------------------------------------------------------------------------
@@ -291,7 +261,7 @@ class Scrubber(KernelView):
         self.highlighted = highlighted_paths(self.patch)
         self.event_html = event_html(event)
         self.state_html = render_state(cur, self.patch, label=f"state after seq {seq:,}")
-        self.patch_html = patch_table_html(self.patch)
+        self.patch_html = patch_table(self.patch, limit=None, empty="nothing: this event left the state as it was")
         self.payload_text = payload_html(event.payload)
         if self._view is not None:
             self._sync()

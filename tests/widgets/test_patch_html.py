@@ -15,9 +15,9 @@ def test_patch_html_escapes_everything() -> None:
     html = patch_html(patch)
     assert "<script>" not in html and "<b>" not in html and "<i>" not in html
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
-    assert "<code>/&lt;b&gt;</code>" in html and "/a&amp;b" in html
+    assert '<td class="al-patch-path">/&lt;b&gt;</td>' in html and "/a&amp;b" in html
     assert "Patch · 2 ops" in html
-    assert html.count("<tr") == 2
+    assert html.count("<tr class=") == 2
 
 
 def test_patch_html_is_cut_past_200_rows() -> None:
@@ -25,6 +25,23 @@ def test_patch_html_is_cut_past_200_rows() -> None:
     html = patch_html(patch)
     assert html.count('<tr class="al-add">') == 200
     assert "… 50 more" in html
+
+
+def test_one_patch_table_in_every_view() -> None:
+    """The scrubber and a bare patch draw the same rows: values at one precision, money by
+    fmt_usd, move and copy by their source."""
+    from agentlog.numbers import fmt_usd
+    from agentlog.widgets.html import patch_table
+
+    patch = Patch([Change({"op": "replace", "path": "/usage/cost_usd", "value": 0.5}, old=0.25),
+                   {"op": "move", "from": "/a", "path": "/b"},
+                   Change({"op": "remove", "path": "/c"}, old=3)])
+    table = patch_table(patch)
+    assert f"{fmt_usd(0.25)} → {fmt_usd(0.5)}" in table
+    assert "from /a" in table and "was 3" in table
+    assert table in patch_html(patch)
+    assert patch_table(patch, limit=1).count('<tr class="al-') == 1
+    assert "no changes" in patch_table(Patch([]))
 
 
 def test_a_bare_patch_shows_as_html_in_ipython() -> None:

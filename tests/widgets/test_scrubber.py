@@ -183,7 +183,7 @@ def test_the_static_repr_shows_the_event_and_the_state_tree(store: Any) -> None:
     s = Scrubber(run, start=4)
     page = s._repr_html_()
     assert page is not None
-    assert "llm.response" in page and 'class="al-st"' in page and "al-sc-patch" in page
+    assert "llm.response" in page and 'class="al-st"' in page and "al-patch" in page
     assert s._repr_mimebundle_() is None  # no kernel here: the static HTML is used
     with al.widgets.set_options(display="text"):
         assert s._repr_html_() is None
