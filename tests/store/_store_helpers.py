@@ -52,6 +52,20 @@ def rewrite_segment(path: Path, change: Callable[[list[dict[str, Any]]], list[di
     pq.write_table(new, path, compression="zstd")
 
 
+def rechain(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A forger's rewrite for :func:`rewrite_segment`: every payload's "event" made "EVENT", and
+    every hash recomputed, so the chain is valid again (only a head kept elsewhere catches it)."""
+    from agentlog.chain import GENESIS, chain_hash, event_body
+
+    prev = GENESIS
+    for row in rows:
+        row["payload"] = row["payload"].replace("event", "EVENT")
+        body = event_body(seq=row["seq"], type=row["type"], payload_json=row["payload"],
+                          ts=int(row["ts"].timestamp() * 1e6))
+        prev = row["hash"] = chain_hash(prev, body)
+    return rows
+
+
 def tree_bytes(root: Path) -> dict[str, bytes]:
     """Every file under ``root`` (relative path → bytes)."""
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _store_helpers import FixedClock, make_run, rewrite_segment
+from _store_helpers import FixedClock, make_run, rechain, rewrite_segment
 
 from agentlog.chain import GENESIS, ProblemKind, chain_hash, event_body
 from agentlog.errors import MissingDependencyError, ProofError
@@ -87,15 +87,6 @@ def test_verify_alone_misses_a_rechained_history_a_head_kept_elsewhere_does_not(
     make_run(store, 6)
     head = sign_head(store.run("run-a"), key)
     seg = store.runs_path / "run_id=run-a" / "events-000000000000.parquet"
-
-    def rechain(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        prev = GENESIS
-        for row in rows:
-            row["payload"] = row["payload"].replace("event", "EVENT")
-            body = event_body(seq=row["seq"], type=row["type"], payload_json=row["payload"],
-                              ts=int(row["ts"].timestamp() * 1e6))
-            prev = row["hash"] = chain_hash(prev, body)
-        return rows
 
     rewrite_segment(seg, rechain)
     meta_path = store.runs_path / "run_id=run-a" / "run.json"
