@@ -27,3 +27,19 @@ def instrumented() -> Iterator[Any]:
         yield handle
     finally:
         handle.uninstrument()
+
+
+@pytest.fixture
+def fresh_loop() -> Iterator[None]:
+    """A new default event loop for ``Runner.run_sync``: the Agents SDK keeps the thread's
+    default loop between runs and shuts its async generators down after each, so a second
+    run on the same loop warns (a ResourceWarning, an error here) about httpx's auth flow."""
+    import asyncio
+
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        yield
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()

@@ -21,19 +21,3 @@ def store(tmp_path: Path) -> Any:
 def server() -> Iterator[LLMServer]:
     with LLMServer() as running:
         yield running
-
-
-@pytest.fixture
-def fresh_loop() -> Iterator[None]:
-    """A new default event loop for ``Runner.run_sync`` (it keeps the thread's default loop)."""
-    import asyncio
-
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    try:
-        yield
-    finally:
-        asyncio.set_event_loop(None)
-        loop.close()
-
-
