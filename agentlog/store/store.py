@@ -576,26 +576,24 @@ def open(path_or_id: str | os.PathLike[str], run_id: str | None = None, *,
         rid = run_id_of(tail) if sep else None
         if rid is not None and run_id is None:
             return Store(head).run(rid, exact=True)
-        st = Store(text)
-        if run_id is None:
-            ids = st.list_runs()
-            if len(ids) != 1:
-                raise ValueError(f"{text} holds {len(ids)} runs; say which: al.open({text!r}, run_id)")
-            run_id = ids[0]
-        return st.run(run_id)
+        return _one_run(Store(text), text, run_id)
     path = Path(text).expanduser()
     rid = run_id_of(path.name)
     if rid is not None and path.is_dir() and run_id is None:
         return Store(path.parent.parent).run(rid, exact=True)
     if path.is_dir() and (path / "runs").is_dir():
-        st = Store(path)
-        if run_id is None:
-            ids = st.list_runs()
-            if len(ids) != 1:
-                raise ValueError(f"{path} holds {len(ids)} runs; say which: al.open({str(path)!r}, run_id)")
-            run_id = ids[0]
-        return st.run(run_id)
+        return _one_run(Store(path), str(path), run_id)
     return Store(store).run(os.fspath(path_or_id))
+
+
+def _one_run(store: Store, where: str, run_id: str | None) -> Run:
+    """``run_id`` in ``store``, or its only run."""
+    if run_id is None:
+        ids = store.list_runs()
+        if len(ids) != 1:
+            raise ValueError(f"{where} holds {len(ids)} runs; say which: al.open({where!r}, run_id)")
+        run_id = ids[0]
+    return store.run(run_id)
 
 
 def segment_files(store: Store) -> list[str]:
