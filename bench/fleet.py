@@ -201,7 +201,7 @@ def main() -> None:
         push = bench_push(root, url, runs, calls)
         remote = bench_remote(root, url, env)
         t0 = time.perf_counter()
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c, \
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as c, \
                 Client(c) as client:
             start_s = time.perf_counter() - t0
             cost = bench_cost(root, events, client, url)
