@@ -16,16 +16,18 @@ Progress on stderr; one JSON line of figures on stdout. The calls timed are the 
     ``al.Store(url).run(id).state_at(last)`` and ``al.Store(url).run(id).events`` against
     the same calls on a local copy of the run (``store.pull``), as ratios.
 ``cost``
-    ``store.cost(("run", "model", "day"))`` over a store of ``--events`` events (default
-    10,000,000: 500 runs of 20,000), with DuckDB (embedded, the default engine) and with
-    ``engine="dask"`` on the 2-worker cluster, medians of 3 (Dask: of 2), on a new store
-    object each time (so the store is listed and read each time): seconds and events/s. The
+    ``store.cost(by)`` for ``by`` = ``("run", "model", "day")`` and ``("span", "kind")`` (the
+    span join) over a store of ``--events`` events (default 10,000,000: 500 runs of 20,002,
+    recorded with spans: an agent span, and per call an llm span with its request and answer
+    and a tool span with its call and result), with DuckDB (embedded, the default engine) and
+    with ``engine="dask"`` on the 2-worker cluster (after one untimed call, in which the
+    workers import agentlog), medians of 3, on a new store object each time (so the store is listed and read each time): seconds and events/s. The
     tables are checked equal (to the cent). The store is on local disk: 10M events through
     moto's single-threaded emulator would time the emulator. To make 10M events in minutes,
     25 distinct runs are recorded through the writer and each is cloned (its files hard-linked
     under 19 more run ids): the cost engines read 500 runs' files either way, but only 25
     distinct runs' contents (the clones verify as damaged: their hashes name the first id).
-    The cost table over the 500-run store on S3 is timed too (DuckDB, Dask).
+    The cost tables over the 500-run store on S3 (no spans) are timed too (DuckDB, Dask).
 """
 
 from __future__ import annotations
@@ -147,6 +149,11 @@ def _clone(store: Any, copies: int) -> None:
             (dst / RUN_JSON).write_text(json.dumps(dict(meta, run_id=new)))
 
 
+#: The groupings timed: the dashboard's default, and by span (the span join: each usage event's
+#: span found from the ``span.started`` events of its run as read, payload JSON included).
+GROUPINGS = (("run", "model", "day"), ("span", "kind"))
+
+
 def bench_cost(root: Path, events: int, client: Any, remote_url: str) -> dict[str, Any]:
     import pandas as pd
 
@@ -157,27 +164,30 @@ def bench_cost(root: Path, events: int, client: Any, remote_url: str) -> dict[st
     runs = max(1, events // per_run)
     distinct = min(25, runs)
     t0 = time.perf_counter()
-    store = fleet_store(root / "cost", runs=distinct, calls=per_run // 2, segment_events=65536)
+    store = fleet_store(root / "cost", runs=distinct, calls=(per_run - 2) // 8, segment_events=65536, spans=True)
     _clone(store, runs // distinct - 1)
-    total = len(store.list_runs()) * per_run
+    total = int(al.Store(store.path).sql("select count(*) as n from events")["n"][0])
     log(f"made {len(store.list_runs())} runs, {total:,} events in {time.perf_counter() - t0:.1f}s")
-    by = ("run", "model", "day")
-    duck_s = median_time(3, lambda: al.Store(store.path).cost(by))
-    log(f"duckdb {duck_s:.2f}s")
-    dask_s = median_time(2, lambda: al.Store(store.path).cost(by, engine="dask"))
-    log(f"dask {dask_s:.2f}s")
-    a, b = al.Store(store.path).cost(by), al.Store(store.path).cost(by, engine="dask")
-    pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-9)
-    remote_duck = median_time(3, lambda: al.Store(remote_url).cost(by))
-    remote_dask = median_time(2, lambda: al.Store(remote_url).cost(by, engine="dask"))
-    log(f"remote (500-run push store): duckdb {remote_duck:.2f}s dask {remote_dask:.2f}s")
-    return {"events": total, "runs": len(store.list_runs()), "distinct_runs": distinct,
-            "store_bytes": _dir_bytes(store.path),
+    out: dict[str, Any] = {"events": total, "runs": len(store.list_runs()), "distinct_runs": distinct,
+                           "store_bytes": _dir_bytes(store.path)}
+    for by in GROUPINGS:
+        duck_s = median_time(3, lambda by=by: al.Store(store.path).cost(by))
+        log(f"{by}: duckdb {duck_s:.2f}s")
+        al.Store(store.path).cost(by, engine="dask")  # untimed: the workers import agentlog once
+        dask_s = median_time(3, lambda by=by: al.Store(store.path).cost(by, engine="dask"))
+        log(f"{by}: dask {dask_s:.2f}s")
+        a, b = al.Store(store.path).cost(by), al.Store(store.path).cost(by, engine="dask")
+        pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-9)
+        remote_duck = median_time(3, lambda by=by: al.Store(remote_url).cost(by))
+        remote_dask = median_time(2, lambda by=by: al.Store(remote_url).cost(by, engine="dask"))
+        log(f"{by}: remote (500-run push store): duckdb {remote_duck:.2f}s dask {remote_dask:.2f}s")
+        out["by_" + "_".join(by)] = {
             "duckdb_s": round(duck_s, 3), "duckdb_events_per_s": round(total / duck_s),
             "dask_2_workers_s": round(dask_s, 3), "dask_events_per_s": round(total / dask_s),
             "dask_over_duckdb": round(dask_s / duck_s, 2), "tables_equal": True,
             "remote_push_store_duckdb_s": round(remote_duck, 3),
             "remote_push_store_dask_s": round(remote_dask, 3)}
+    return out
 
 
 def main() -> None:
@@ -201,7 +211,7 @@ def main() -> None:
         push = bench_push(root, url, runs, calls)
         remote = bench_remote(root, url, env)
         t0 = time.perf_counter()
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c, \
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as c, \
                 Client(c) as client:
             start_s = time.perf_counter() - t0
             cost = bench_cost(root, events, client, url)

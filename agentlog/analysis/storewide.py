@@ -446,7 +446,7 @@ def cost(store: Store, by: str | Sequence[str] = ("run", "model", "day"), *,
         by: keys from ``run``, ``model``, ``actor``, ``span``, ``kind``, ``type``, ``day``.
         engine: ``"duckdb"`` (embedded, the default) or ``"dask"``: the same table computed on
             the current ``dask.distributed`` cluster from the same files
-            (:mod:`agentlog.analysis.fleet`; not by ``span`` or ``kind``).
+            (:mod:`agentlog.analysis.fleet`), by every key.
 
     Raises:
         ValueError: an unknown key or engine.

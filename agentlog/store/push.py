@@ -13,10 +13,10 @@ into place), the blobs their events reference (content-addressed), fold checkpoi
   PUT writes what the first did; ``run.json`` goes last, so a reader that sees a run sees its
   files, and it never replaces a remote ``run.json`` that is further along (closed, or more
   events). Before any file of a run is copied, the push claims its id with a conditional
-  write (S3 ``If-None-Match: *``; a hard link in a folder) of ``.identity.json`` (run id,
-  creation time, parent): a *different* run under the same id, even one pushed at the same
-  moment from another machine, is refused with :class:`~agentlog.errors.RunIdClashError`
-  before it writes anything;
+  write (S3 ``If-None-Match: *``, GCS ``ifGenerationMatch=0``; a hard link in a folder) of
+  ``.identity.json`` (run id, creation time, parent): a *different* run under the same id, even
+  one pushed at the same moment from another machine, is refused with
+  :class:`~agentlog.errors.RunIdClashError` before it writes anything;
 * **one crossing per blob**: blobs the target holds are skipped and counted in
   :attr:`PushReport.bytes_skipped`.
 
@@ -30,6 +30,7 @@ pushing as it seals. A fork's ancestors are pushed with it (a fork reads its par
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import re
@@ -129,7 +130,7 @@ class _Target:
         self.root = root
         self.held: dict[str, int] = {}
         self.fetched: dict[str, bytes | None] = {}
-        self.etags: dict[str, str] = {}
+        self.md5s: dict[str, str] = {}
 
     def path(self, rel: str) -> PurePath:
         return self.root / rel
@@ -141,7 +142,7 @@ class _Target:
             for key, info in self.fs.find(self.root / rel).items():
                 name = key[len(root) + 1:]
                 self.held[name] = int(info.get("size") or 0)
-                self.etags[name] = str(info.get("ETag") or info.get("etag") or "").strip('"')
+                self.md5s[name] = _md5_of(info)
             return
         base = Path(self.root)
         for dirpath, _, names in os.walk(base / rel):
@@ -159,10 +160,10 @@ class _Target:
             return None
 
     def same(self, rel: str, data: bytes) -> bool:
-        """Whether the target's file is known, without reading it, to hold ``data``: its ETag
-        (S3: the MD5 of an object written in one PUT, as every small file here is) says so."""
-        etag = self.etags.get(rel, "")
-        return len(etag) == 32 and etag == hashlib.md5(data, usedforsecurity=False).hexdigest()
+        """Whether the target's file is known, without reading it, to hold ``data``: the MD5 its
+        listing gave (:func:`_md5_of`) says so."""
+        md5 = self.md5s.get(rel, "")
+        return len(md5) == 32 and md5 == hashlib.md5(data, usedforsecurity=False).hexdigest()
 
     def fetch(self, rels: list[str]) -> None:
         """Read these files (those the listing found) in one concurrent batch, for :meth:`read`."""
@@ -177,9 +178,10 @@ class _Target:
                 self.fetched[rel] = self.read(rel)
 
     def claim(self, rel: str, data: bytes) -> bytes | None:
-        """Write ``data`` at ``rel`` only if nothing is there (S3: a conditional PUT,
-        ``If-None-Match: *``; a folder: a hard link, which fails if the name exists). Returns
-        ``None`` if written, else the bytes already there."""
+        """Write ``data`` at ``rel`` only if nothing is there (fsspec's ``mode="create"``: S3 a
+        conditional PUT, ``If-None-Match: *``; GCS an upload with ``ifGenerationMatch=0``, whose
+        412 gcsfs raises as ``FileExistsError``; a folder: a hard link, which fails if the name
+        exists). Returns ``None`` if written, else the bytes already there."""
         if isinstance(self.fs, RemoteFS):
             try:
                 self.fs.fs.pipe_file(str(self.path(rel)), data, mode="create")
@@ -312,6 +314,19 @@ def _plan(store: Store, run_id: str, target: _Target) -> tuple[list[_File], byte
             p = ckpt / name
             files.append(_File(f"runs/{folder}/{CHECKPOINTS}/{name}", p.stat().st_size, p))
     return files, meta_bytes, refs
+
+
+def _md5_of(info: dict[str, Any]) -> str:
+    """An object's MD5 (hex) as a listing gives it, or ``""``: GCS's ``md5Hash`` (base64; its
+    ETag is not an MD5), else S3's ETag (the MD5 of an object written in one PUT, as every
+    small file here is; a multipart ETag is not 32 hex digits and never matches)."""
+    md5 = info.get("md5Hash")
+    if md5:
+        try:
+            return base64.b64decode(str(md5), validate=True).hex()
+        except ValueError:
+            return ""
+    return str(info.get("ETag") or info.get("etag") or "").strip('"')
 
 
 def _identity(meta_bytes: bytes) -> bytes:

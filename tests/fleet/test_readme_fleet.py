@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 import s3fs
 
@@ -40,8 +41,9 @@ def test_the_team_store_section_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     team, local = namespace["team"], namespace["local"]
     assert sorted(team.list_runs()) == sorted(local.list_runs())
     assert namespace["by_day"]["cost_usd"].sum() == pytest.approx(local.cost()["cost_usd"].sum())
-    own_calls = local.sql("select count(*) as n from events where type = 'llm.response'")["n"][0]
-    assert len(namespace["llm"].compute()) == own_calls  # each run's own calls (a fork's prefix is its parent's)
+    pd.testing.assert_frame_equal(namespace["by_span"], local.cost(("span", "kind")), check_exact=False, rtol=1e-9)
+    calls = local.sql("select count(*) as n from llm_calls")["n"][0]
+    assert len(namespace["llm"].compute()) == calls  # the llm_calls table: every run as read
 
     env = dict(os.environ)
     for line in _block(SECTION, "bash").splitlines():
