@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from .errors import PricingError, UnknownModelWarning
-from .events.usage import Usage  # noqa: F401 - the doctests price Usage values
+from .events.usage import Usage
 
 if TYPE_CHECKING:  # pragma: no cover
     from genai_prices.types import ModelInfo, ModelPrice, Provider
@@ -349,17 +349,6 @@ def _catalog_usage(usage: TokenCounts) -> Any:
 
 
 @dataclass(frozen=True, slots=True)
-class _Counts:
-    """Token counts to probe a catalog price with (the :class:`TokenCounts` it reads)."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
-
-
-@dataclass(frozen=True, slots=True)
 class _Linear:
     """A catalog price with no tiers, as USD per token of each kind, read off genai-prices'
     own ``calc_price`` (so its decomposition of usage into priced units is the one applied).
@@ -389,7 +378,7 @@ class _Linear:
             return None
 
         def at(**counts: int) -> Decimal:
-            return Decimal(model_price.calc_price(_catalog_usage(_Counts(**counts)))["total_price"])
+            return Decimal(model_price.calc_price(_catalog_usage(Usage(**counts)))["total_price"])
 
         try:
             fixed, one_in, one_out = at(), at(input_tokens=1), at(output_tokens=1)
