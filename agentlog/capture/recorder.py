@@ -60,7 +60,7 @@ from ..events import (
     ToolResult,
     UUIDNew,
 )
-from ..keys import canonical_request, llm_key, tool_key
+from ..keys import canonical_llm_key, canonical_request, tool_key
 from ..redact import Redactor
 from .effects import Opaque, Steps, arun, run
 from .providers import LLMResult, normalize
@@ -344,7 +344,7 @@ class Recorder:
     def _llm_request(self, request: Mapping[str, Any], provider: str | None) -> LLMRequest:
         """The request as recorded: canonical, its secrets redacted, keyed by what is recorded."""
         canonical = self.redactor.value(canonical_request(request))
-        return LLMRequest(key=llm_key(canonical), provider=provider, **canonical)
+        return LLMRequest(key=canonical_llm_key(canonical), provider=provider, **canonical)
 
     def _llm_steps(self, request: Mapping[str, Any], call: Any, provider: str | None,
                    actor: str | None, asked: Event | None) -> Steps[LLMResult]:

@@ -89,9 +89,10 @@ KEPT_RESPONSE_HEADERS: Final = frozenset({"content-type", "location", "retry-aft
                                           "last-modified", "cache-control"})
 
 
-def redact_body(redactor: Redactor, body: bytes, media_type: str) -> bytes:
+def redact_body(redactor: Redactor, body: bytes, media_type: str, parsed: Any = None) -> bytes:
     """A request body with its secrets redacted: a JSON body's fields and a form's fields by
     name (a body with nothing to redact, or of another type, comes back as it was).
+    ``parsed``: the JSON body already parsed, when the caller has it.
 
     >>> from agentlog.redact import DEFAULT
     >>> redact_body(DEFAULT, b'{"model": "m", "api_key": "sk-1"}', "application/json")
@@ -102,7 +103,7 @@ def redact_body(redactor: Redactor, body: bytes, media_type: str) -> bytes:
     media = media_type.split(";")[0].strip().lower()
     if media == "application/json" or media.endswith("+json"):
         try:
-            value = json.loads(body)
+            value = json.loads(body) if parsed is None else parsed
         except ValueError:
             return body
         redacted = redactor.value(value)
@@ -228,7 +229,7 @@ def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redac
         llm_request, llm_key = rec.emit(llm_body), llm_body.key
     url = redactor.url(str(request.url))
     media = request.headers.get("content-type", "application/octet-stream")
-    body = redact_body(redactor, body, media)
+    body = redact_body(redactor, body, media, None if call is None else call.body)
     key = http_key(request.method, url, body)
     asked = rec.emit(HTTPRequest(key=key, method=request.method, url=url,
                                  headers=redactor.headers(request.headers.items()),
