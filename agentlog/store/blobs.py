@@ -46,7 +46,7 @@ class BlobStore:
         self.root = root if fs.remote else Path(root)
         self.fs = fs
         """Where the blobs are read from (see :mod:`.fsys`)."""
-        self._folders: set[str] = set()  # the <2 hex> folders this process made or found
+        self._folders: dict[str, Path] = {}  # the <2 hex> folders this process made or found
 
     def __repr__(self) -> str:
         return f"<BlobStore {self.root}>"
@@ -62,6 +62,9 @@ class BlobStore:
 
     def _file(self, hex: str) -> Path:
         """The file of 64 hex digits already checked (a digest computed here, a BlobRef's)."""
+        folder = self._folders.get(hex[:2])
+        if folder is not None:
+            return folder / hex[2:]
         return self.root / "sha256" / hex[:2] / hex[2:]
 
     def exists(self, digest: str) -> bool:
@@ -110,7 +113,7 @@ class BlobStore:
             # Several writers of one blob all write the same bytes; the last rename wins.
             write_atomic(final, raw, durable=durable)
         except FileNotFoundError:  # the folder went away since this process saw it
-            self._folders.discard(hex[:2])
+            self._folders.pop(hex[:2], None)
             self._folder(final.parent, durable)
             write_atomic(final, raw, durable=durable)
 
@@ -121,7 +124,7 @@ class BlobStore:
             if durable:  # the new folders' names must survive too
                 for parent in (folder.parent, self.root, self.root.parent):
                     fsync_dir(parent)
-        self._folders.add(folder.name)
+        self._folders[folder.name] = folder
 
     def read(self, digest: str) -> bytes:
         """The bytes of a blob, checked against its digest.
