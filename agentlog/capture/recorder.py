@@ -376,7 +376,7 @@ class Recorder:
                 raw = assemble(stream_api(chunks), chunks)
             answered = self._llm_answer(raw, key, request, asked, started, provider)
             if streamed and not (raw.get("usage") or raw.get("usageMetadata")):
-                answered = replace(answered, cost_usd=None, cost_source="unknown")  # none reported
+                answered = replace(answered, usage=None, cost_usd=None, cost_source="unknown")  # none reported
             return LLMResult.from_event(self.emit(answered, actor=actor, caused_by=asked.seq))
 
     def _llm_answer(self, raw: Any, key: str, request: Mapping[str, Any], asked: Event,

@@ -171,8 +171,8 @@ def _answer(rec: Recorder, call: ModelCall, key: str, status: int, content: byte
     if isinstance(answer, LLMResponse) and call.streamed:
         unknown = not raw.get("usage") and not raw.get("usageMetadata")  # the stream reported none
         answer = dataclasses.replace(answer, stream=stream)
-        if unknown:
-            answer = dataclasses.replace(answer, cost_usd=None, cost_source="unknown")
+        if unknown:  # tokens and cost unknown, never 0
+            answer = dataclasses.replace(answer, usage=None, cost_usd=None, cost_source="unknown")
     return answer
 
 
@@ -398,6 +398,9 @@ def _response(answer: HTTPResponse, http: Any) -> Any:
 class RecordingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     """Record each exchange through a recorder (the active one if none is given).
 
+    A streamed model call reaches the client chunk by chunk, as the server sends it (as
+    through the process-wide patch); its answer is written when the stream ends.
+
     Args:
         rec: the recorder; ``None`` uses the recorder active in the calling context.
         transport: the transport that really sends requests (default ``httpx.HTTPTransport()``).
@@ -428,7 +431,8 @@ class RecordingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         if self._transport is None:
             self._transport, self._own_sync = httpx.HTTPTransport(), True
         response: httpx.Response = run(exchange(self._recorder(), request, request.read(),
-                                                _send(self._transport), redact=self._redact, keep=self._keep))
+                                                _send(self._transport), redact=self._redact, keep=self._keep,
+                                                open_stream=self._transport.handle_request))
         return response
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -438,7 +442,8 @@ class RecordingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             self._async_transport, self._own_async = httpx.AsyncHTTPTransport(), True
         response: httpx.Response = await arun(exchange(rec, request, await request.aread(),
                                                        _asend(self._async_transport), redact=self._redact,
-                                                       keep=self._keep))
+                                                       keep=self._keep,
+                                                       open_stream=self._async_transport.handle_async_request))
         return response
 
     def close(self) -> None:
