@@ -37,6 +37,7 @@ __all__ = [
     "IGNORED_FIELDS",
     "REQUEST_SLOTS",
     "KeyParts",
+    "canonical_llm_key",
     "canonical_request",
     "explain_http",
     "explain_llm",
@@ -232,6 +233,18 @@ def llm_key(request: Mapping[str, Any], *, ignore: Iterable[str] = ()) -> str:
     False
     """
     return _sha256(canonical_json(canonical_request(request, ignore=ignore), path="request").encode())
+
+
+def canonical_llm_key(canonical: Mapping[str, Any]) -> str:
+    """:func:`llm_key` of a request already in canonical form (what :func:`canonical_request`
+    returned, maybe with its values redacted), without canonicalising it a second time:
+    :func:`canonical_request` is idempotent, so the two keys are equal.
+
+    >>> once = canonical_request({"model": "m", "temperature": 0.2, "stream": True})
+    >>> canonical_llm_key(once) == llm_key(once) == llm_key({"model": "m", "temperature": 0.2})
+    True
+    """
+    return _sha256(canonical_json(canonical, path="request").encode())
 
 
 def _tool_body(name: str, args: Mapping[str, Any] | None) -> dict[str, Any]:

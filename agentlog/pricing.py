@@ -18,7 +18,9 @@ plain input price applies to ``input_tokens - cached_tokens - cache_write_tokens
 price to ``cached_tokens`` and the cache-write price to ``cache_write_tokens``.
 
 Catalog lookups are memoised per (model, provider) and prices per (model, provider, UTC date),
-so :func:`cost` is cheap enough to call on every model response. The only I/O is in
+each price read once into USD per token of each kind (genai-prices' own ``calc_price`` at a few
+counts; tiered prices are left to ``calc_price`` at every call), so :func:`cost` is cheap
+enough to call on every model response (a few µs). The only I/O is in
 :func:`load`, which reads the file it is given.
 """
 
@@ -39,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from .errors import PricingError, UnknownModelWarning
-from .events.usage import Usage  # noqa: F401 - the doctests price Usage values
+from .events.usage import Usage
 
 if TYPE_CHECKING:  # pragma: no cover
     from genai_prices.types import ModelInfo, ModelPrice, Provider
@@ -292,8 +294,8 @@ def _override(model: str, provider: str | None) -> Price | None:
 _memo_snapshot: object | None = None
 # (model, provider) -> (provider, model info, note) or None when the catalog has no price.
 _lookups: dict[tuple[str, str | None], tuple[Provider, ModelInfo, str] | None] = {}
-# (model, provider, UTC date) -> (price in force that day, detail text).
-_prices: dict[tuple[str, str | None, date], tuple[ModelPrice, str]] = {}
+# (model, provider, UTC date) -> (price in force that day, detail text, its per-token form).
+_prices: dict[tuple[str, str | None, date], tuple[ModelPrice, str, _Linear | None]] = {}
 
 
 def _snapshot() -> Any:
@@ -338,8 +340,68 @@ def _time_of_day(info: ModelInfo) -> bool:
     return any(isinstance(c.constraint, TimeOfDateConstraint) for c in prices)
 
 
+def _catalog_usage(usage: TokenCounts) -> Any:
+    from genai_prices import Usage as CatalogUsage
+
+    return CatalogUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                        cache_read_tokens=usage.cached_tokens, cache_write_tokens=usage.cache_write_tokens,
+                        output_reasoning_tokens=usage.reasoning_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class _Linear:
+    """A catalog price with no tiers, as USD per token of each kind, read off genai-prices'
+    own ``calc_price`` (so its decomposition of usage into priced units is the one applied).
+
+    Such a price is linear in the token counts: ``calc_price`` sums ``price * count / per``
+    over its units, each unit's count a difference of the counts given. So the price of one
+    token of each kind (read as differences of ``calc_price`` at a few counts) gives the same
+    exact decimal total as ``calc_price`` for any valid usage, at a fraction of the work
+    (``calc_price`` resolves and validates the price's units on every call: 0.1-0.4 ms).
+    ``tests/core/test_pricing.py`` compares the two over the whole catalog.
+    """
+
+    fixed: Decimal  # per call (a price per request), whatever the counts
+    input: Decimal  # per uncached input token
+    cached: Decimal  # per cache-read token, over the input price
+    cache_write: Decimal  # per cache-write token, over the input price
+    output: Decimal
+    reasoning: Decimal  # per reasoning token, over the output price
+
+    @classmethod
+    def of(cls, model_price: ModelPrice) -> _Linear | None:
+        """The per-token form of ``model_price``; ``None`` for a tiered price (not linear) or
+        one genai-prices cannot price from token counts alone."""
+        from genai_prices.types import TieredPrices
+
+        if any(isinstance(value, TieredPrices) for value in vars(model_price).values()):
+            return None
+
+        def at(**counts: int) -> Decimal:
+            return Decimal(model_price.calc_price(_catalog_usage(Usage(**counts)))["total_price"])
+
+        try:
+            fixed, one_in, one_out = at(), at(input_tokens=1), at(output_tokens=1)
+            return cls(fixed=fixed, input=one_in - fixed,
+                       cached=at(input_tokens=1, cached_tokens=1) - one_in,
+                       cache_write=at(input_tokens=1, cache_write_tokens=1) - one_in,
+                       output=one_out - fixed, reasoning=at(output_tokens=1, reasoning_tokens=1) - one_out)
+        except ValueError:
+            return None
+
+    def total(self, usage: TokenCounts) -> Decimal | None:
+        """The price of ``usage``; ``None`` for counts ``calc_price`` would refuse (parts
+        larger than their whole), which it is then left to say."""
+        cached, written, reasoning = usage.cached_tokens, usage.cache_write_tokens, usage.reasoning_tokens
+        if cached + written > usage.input_tokens or reasoning > usage.output_tokens:
+            return None
+        return (self.fixed + usage.input_tokens * self.input + cached * self.cached
+                + written * self.cache_write + usage.output_tokens * self.output
+                + reasoning * self.reasoning)
+
+
 def _price_at(model: str, provider: str | None, found: tuple[Provider, ModelInfo, str],
-              when: datetime) -> tuple[ModelPrice, str]:
+              when: datetime) -> tuple[ModelPrice, str, _Linear | None]:
     p, info, note = found
     day = (when.astimezone(UTC) if when.tzinfo else when).date()  # naive is UTC, as in genai-prices
     key = (*_norm(model, provider), day)
@@ -350,9 +412,10 @@ def _price_at(model: str, provider: str | None, found: tuple[Provider, ModelInfo
 
     model_price = info.get_prices(when)
     detail = f"genai-prices {genai_prices.__version__}: {p.id} {info.id}{note}, {model_price}"
-    if not _time_of_day(info):
-        _prices[key] = (model_price, detail)
-    return model_price, detail
+    if _time_of_day(info):  # looked up at every call: not worth reading off per token
+        return model_price, detail, None
+    _prices[key] = found_price = (model_price, detail, _Linear.of(model_price))
+    return found_price
 
 
 def _when(when: datetime | date | None) -> datetime:
@@ -400,18 +463,13 @@ def cost(model: str | None, usage: TokenCounts, *, provider: str | None = None,
         _warn_once(model, provider)
         return Cost(usd=None, source="unknown",
                     detail=f"no price for {model!r} in genai-prices; set one with al.pricing.set()")
-    at = _when(when)
-    model_price, detail = _price_at(model, provider, found, at)
-    from genai_prices import Usage as CatalogUsage
-
-    catalog_usage = CatalogUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                                 cache_read_tokens=usage.cached_tokens,
-                                 cache_write_tokens=usage.cache_write_tokens,
-                                 output_reasoning_tokens=usage.reasoning_tokens)
-    try:
-        total = model_price.calc_price(catalog_usage)["total_price"]
-    except ValueError as exc:
-        raise PricingError(f"model {model!r}: genai-prices could not price {usage}: {exc}") from exc
+    model_price, detail, linear = _price_at(model, provider, found, _when(when))
+    total = linear.total(usage) if linear is not None else None
+    if total is None:
+        try:
+            total = model_price.calc_price(_catalog_usage(usage))["total_price"]
+        except ValueError as exc:
+            raise PricingError(f"model {model!r}: genai-prices could not price {usage}: {exc}") from exc
     return Cost(usd=float(total), source="computed", detail=detail)
 
 

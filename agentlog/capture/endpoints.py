@@ -50,6 +50,8 @@ class ModelCall:
     """The request as :meth:`~agentlog.Recorder.llm` takes it (model, messages, flat params)."""
     streamed: bool
     """True when the answer comes as a stream of server-sent events."""
+    body: Any = None
+    """The request's body, as parsed from its JSON (read once, for the redaction too)."""
 
     @property
     def provider(self) -> str | None:
@@ -89,15 +91,16 @@ def model_call(method: str, path: str, body: bytes) -> ModelCall | None:
             return None
         rest = {k: v for k, v in data.items() if k != "contents"}
         return ModelCall("gemini", {"model": gemini.group(1), "messages": data["contents"], **rest},
-                         streamed=gemini.group(2) is not None)
+                         streamed=gemini.group(2) is not None, body=data)
     if not isinstance(data.get("model"), str):
         return None
     streamed = data.get("stream") is True
     if path.endswith("/chat/completions") and isinstance(data.get("messages"), list):
-        return ModelCall("openai_chat", data, streamed)
+        return ModelCall("openai_chat", data, streamed, data)
     if path.endswith("/responses") and "input" in data:
         rest = {k: v for k, v in data.items() if k != "input"}
-        return ModelCall("openai_responses", {**rest, "messages": _messages_of_input(data["input"])}, streamed)
+        return ModelCall("openai_responses", {**rest, "messages": _messages_of_input(data["input"])}, streamed,
+                         data)
     if path.endswith("/messages") and isinstance(data.get("messages"), list) and "max_tokens" in data:
-        return ModelCall("anthropic", data, streamed)
+        return ModelCall("anthropic", data, streamed, data)
     return None

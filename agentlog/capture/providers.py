@@ -199,11 +199,12 @@ def _catalog(usage: Mapping[str, Any], shape: Shape) -> Usage:
                                            api_flavor=flavor).usage
     except ValueError as exc:
         raise UsageError(shape.name, sorted(usage), f"genai-prices could not read it: {exc}") from exc
-    value = found.reported_value
-    return Usage(input_tokens=int(value("input_tokens")), output_tokens=int(value("output_tokens")),
-                 cached_tokens=int(value("cache_read_tokens")),
-                 cache_write_tokens=int(value("cache_write_tokens")),
-                 reasoning_tokens=int(value("output_reasoning_tokens")))
+    value = vars(found).get  # the counts it read, each checked as it was stored (reported_value
+    # gives the same, rebuilding the table of them at every call); a count not read is 0
+    return Usage(input_tokens=int(value("input_tokens", 0)), output_tokens=int(value("output_tokens", 0)),
+                 cached_tokens=int(value("cache_read_tokens", 0)),
+                 cache_write_tokens=int(value("cache_write_tokens", 0)),
+                 reasoning_tokens=int(value("output_reasoning_tokens", 0)))
 
 
 def _openai_chat_usage(usage: Mapping[str, Any], shape: Shape) -> Usage:

@@ -60,7 +60,7 @@ from ..events import (
     ToolResult,
     UUIDNew,
 )
-from ..keys import canonical_request, llm_key, tool_key
+from ..keys import canonical_llm_key, canonical_request, tool_key
 from ..redact import Redactor
 from .effects import Opaque, Steps, arun, run
 from .providers import LLMResult, normalize
@@ -344,7 +344,7 @@ class Recorder:
     def _llm_request(self, request: Mapping[str, Any], provider: str | None) -> LLMRequest:
         """The request as recorded: canonical, its secrets redacted, keyed by what is recorded."""
         canonical = self.redactor.value(canonical_request(request))
-        return LLMRequest(key=llm_key(canonical), provider=provider, **canonical)
+        return LLMRequest(key=canonical_llm_key(canonical), provider=provider, **canonical)
 
     def _llm_steps(self, request: Mapping[str, Any], call: Any, provider: str | None,
                    actor: str | None, asked: Event | None) -> Steps[LLMResult]:
@@ -376,7 +376,7 @@ class Recorder:
                 raw = assemble(stream_api(chunks), chunks)
             answered = self._llm_answer(raw, key, request, asked, started, provider)
             if streamed and not (raw.get("usage") or raw.get("usageMetadata")):
-                answered = replace(answered, cost_usd=None, cost_source="unknown")  # none reported
+                answered = replace(answered, usage=None, cost_usd=None, cost_source="unknown")  # none reported
             return LLMResult.from_event(self.emit(answered, actor=actor, caused_by=asked.seq))
 
     def _llm_answer(self, raw: Any, key: str, request: Mapping[str, Any], asked: Event,

@@ -89,9 +89,10 @@ KEPT_RESPONSE_HEADERS: Final = frozenset({"content-type", "location", "retry-aft
                                           "last-modified", "cache-control"})
 
 
-def redact_body(redactor: Redactor, body: bytes, media_type: str) -> bytes:
+def redact_body(redactor: Redactor, body: bytes, media_type: str, parsed: Any = None) -> bytes:
     """A request body with its secrets redacted: a JSON body's fields and a form's fields by
     name (a body with nothing to redact, or of another type, comes back as it was).
+    ``parsed``: the JSON body already parsed, when the caller has it.
 
     >>> from agentlog.redact import DEFAULT
     >>> redact_body(DEFAULT, b'{"model": "m", "api_key": "sk-1"}', "application/json")
@@ -102,7 +103,7 @@ def redact_body(redactor: Redactor, body: bytes, media_type: str) -> bytes:
     media = media_type.split(";")[0].strip().lower()
     if media == "application/json" or media.endswith("+json"):
         try:
-            value = json.loads(body)
+            value = json.loads(body) if parsed is None else parsed
         except ValueError:
             return body
         redacted = redactor.value(value)
@@ -170,8 +171,8 @@ def _answer(rec: Recorder, call: ModelCall, key: str, status: int, content: byte
     if isinstance(answer, LLMResponse) and call.streamed:
         unknown = not raw.get("usage") and not raw.get("usageMetadata")  # the stream reported none
         answer = dataclasses.replace(answer, stream=stream)
-        if unknown:
-            answer = dataclasses.replace(answer, cost_usd=None, cost_source="unknown")
+        if unknown:  # tokens and cost unknown, never 0
+            answer = dataclasses.replace(answer, usage=None, cost_usd=None, cost_source="unknown")
     return answer
 
 
@@ -228,7 +229,7 @@ def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redac
         llm_request, llm_key = rec.emit(llm_body), llm_body.key
     url = redactor.url(str(request.url))
     media = request.headers.get("content-type", "application/octet-stream")
-    body = redact_body(redactor, body, media)
+    body = redact_body(redactor, body, media, None if call is None else call.body)
     key = http_key(request.method, url, body)
     asked = rec.emit(HTTPRequest(key=key, method=request.method, url=url,
                                  headers=redactor.headers(request.headers.items()),
@@ -397,6 +398,9 @@ def _response(answer: HTTPResponse, http: Any) -> Any:
 class RecordingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     """Record each exchange through a recorder (the active one if none is given).
 
+    A streamed model call reaches the client chunk by chunk, as the server sends it (as
+    through the process-wide patch); its answer is written when the stream ends.
+
     Args:
         rec: the recorder; ``None`` uses the recorder active in the calling context.
         transport: the transport that really sends requests (default ``httpx.HTTPTransport()``).
@@ -427,7 +431,8 @@ class RecordingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         if self._transport is None:
             self._transport, self._own_sync = httpx.HTTPTransport(), True
         response: httpx.Response = run(exchange(self._recorder(), request, request.read(),
-                                                _send(self._transport), redact=self._redact, keep=self._keep))
+                                                _send(self._transport), redact=self._redact, keep=self._keep,
+                                                open_stream=self._transport.handle_request))
         return response
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -437,7 +442,8 @@ class RecordingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             self._async_transport, self._own_async = httpx.AsyncHTTPTransport(), True
         response: httpx.Response = await arun(exchange(rec, request, await request.aread(),
                                                        _asend(self._async_transport), redact=self._redact,
-                                                       keep=self._keep))
+                                                       keep=self._keep,
+                                                       open_stream=self._async_transport.handle_async_request))
         return response
 
     def close(self) -> None:

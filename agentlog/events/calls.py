@@ -73,8 +73,9 @@ class LLMResponse(Body):
     """Why generation stopped, as the provider said."""
     id: str | None = None
     """The provider's response id."""
-    usage: Usage = Usage()
-    """Token counts."""
+    usage: Usage | None = Usage()
+    """Token counts; ``None`` when the answer reported none (a stream asked without usage): the
+    tokens are unknown, and so is the cost (the token columns are ``None``, never 0)."""
     cost_source: CostSource = "unknown"
     """Where :attr:`cost_usd` came from."""
     cache_hit: bool = False
@@ -106,8 +107,9 @@ class LLMResponse(Body):
     def columns(self) -> dict[str, Any]:
         """``model``, the token counts, ``cost_usd`` and ``duration_ms``."""
         u = self.usage
-        return {"model": self.model, "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
-                "cached_tokens": u.cached_tokens, "cost_usd": self.cost_usd,
+        return {"model": self.model, "input_tokens": None if u is None else u.input_tokens,
+                "output_tokens": None if u is None else u.output_tokens,
+                "cached_tokens": None if u is None else u.cached_tokens, "cost_usd": self.cost_usd,
                 "duration_ms": self.duration_ms}
 
 

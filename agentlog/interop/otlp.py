@@ -252,8 +252,8 @@ def _response_attributes(event: Event, asked: str | None) -> dict[str, Any]:
         sc.GEN_AI_RESPONSE_MODEL: model, sc.OI_MODEL: model or asked, sc.GEN_AI_RESPONSE_ID: res.id,
         sc.GEN_AI_INPUT_TOKENS: event.input_tokens, sc.GEN_AI_OUTPUT_TOKENS: event.output_tokens,
         sc.GEN_AI_CACHE_READ: event.cached_tokens,
-        sc.GEN_AI_CACHE_WRITE: res.usage.cache_write_tokens or None,
-        sc.GEN_AI_REASONING_TOKENS: res.usage.reasoning_tokens or None,
+        sc.GEN_AI_CACHE_WRITE: res.usage and res.usage.cache_write_tokens or None,
+        sc.GEN_AI_REASONING_TOKENS: res.usage and res.usage.reasoning_tokens or None,
         sc.OI_PROMPT_TOKENS: event.input_tokens, sc.OI_COMPLETION_TOKENS: event.output_tokens,
         sc.OI_CACHE_READ: event.cached_tokens, sc.AL_COST: event.cost_usd, sc.AL_COST_SOURCE: res.cost_source,
         sc.AL_CACHE_HIT: res.cache_hit, sc.AL_DURATION: event.duration_ms}

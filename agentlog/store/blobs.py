@@ -46,6 +46,7 @@ class BlobStore:
         self.root = root if fs.remote else Path(root)
         self.fs = fs
         """Where the blobs are read from (see :mod:`.fsys`)."""
+        self._folders: dict[str, Path] = {}  # the <2 hex> folders this process made or found
 
     def __repr__(self) -> str:
         return f"<BlobStore {self.root}>"
@@ -57,7 +58,13 @@ class BlobStore:
             InvalidBlobRefError: ``digest`` is not ``sha256:`` + 64 lower-case hex, so no
                 name outside the blob folder (``sha256:../../x``) can ever be formed.
         """
-        hex = BlobRef(digest, 0).hex  # validates
+        return self._file(BlobRef(digest, 0).hex)  # validates
+
+    def _file(self, hex: str) -> Path:
+        """The file of 64 hex digits already checked (a digest computed here, a BlobRef's)."""
+        folder = self._folders.get(hex[:2])
+        if folder is not None:
+            return folder / hex[2:]
         return self.root / "sha256" / hex[:2] / hex[2:]
 
     def exists(self, digest: str) -> bool:
@@ -83,27 +90,41 @@ class BlobStore:
         else:
             raw = bytes(data)
             media_type = media_type or BYTES_MEDIA_TYPE
-        digest = "sha256:" + hashlib.sha256(raw).hexdigest()
-        self.write(digest, raw, durable=durable)
-        return BlobRef(digest, len(raw), media_type, self.read)
+        ref = BlobRef("sha256:" + hashlib.sha256(raw).hexdigest(), len(raw), media_type, self.read)
+        self._write(ref.hex, raw, durable)
+        return ref
 
     def write(self, digest: str, raw: bytes, *, durable: bool = True) -> None:
         """Store ``raw`` under ``digest``, which the caller has computed from ``raw``."""
+        self._write(BlobRef(digest, 0).hex, raw, durable)
+
+    def _write(self, hex: str, raw: bytes, durable: bool) -> None:
         if self.fs.remote:
             raise ReadOnlyStoreError(str(self.root), "store a blob")
-        final = self.path(digest)
+        final = self._file(hex)
         try:
             os.utime(final)
             return  # already stored
         except FileNotFoundError:
             pass
-        if not final.parent.is_dir():
-            final.parent.mkdir(parents=True, exist_ok=True)
+        if hex[:2] not in self._folders:
+            self._folder(final.parent, durable)
+        try:
+            # Several writers of one blob all write the same bytes; the last rename wins.
+            write_atomic(final, raw, durable=durable)
+        except FileNotFoundError:  # the folder went away since this process saw it
+            self._folders.pop(hex[:2], None)
+            self._folder(final.parent, durable)
+            write_atomic(final, raw, durable=durable)
+
+    def _folder(self, folder: Path, durable: bool) -> None:
+        """Make a blob folder (``sha256/<2 hex>``) if it is not there, and remember it is."""
+        if not folder.is_dir():
+            folder.mkdir(parents=True, exist_ok=True)
             if durable:  # the new folders' names must survive too
-                for folder in (final.parent.parent, self.root, self.root.parent):
-                    fsync_dir(folder)
-        # Several writers of one blob all write the same bytes; the last rename wins.
-        write_atomic(final, raw, durable=durable)
+                for parent in (folder.parent, self.root, self.root.parent):
+                    fsync_dir(parent)
+        self._folders[folder.name] = folder
 
     def read(self, digest: str) -> bytes:
         """The bytes of a blob, checked against its digest.

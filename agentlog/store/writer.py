@@ -70,6 +70,7 @@ class RunWriter:
         self._mutex = threading.RLock()
         self._closed = False
         self._durable = durability is not Durability.NONE
+        self._stored: dict[str, int] = {}  # digest -> size of the blobs this writer just stored
         self._prep = PayloadPreparer(redact=redact, threshold=blob_threshold,
                                      reader=store.blobs.read)
         self._wal = WalAppender(path / WAL_NAME, durability)
@@ -255,6 +256,7 @@ class RunWriter:
             # Blobs first: an event on disk never names a blob that is not.
             for ref, raw in prepared.new_blobs:
                 self._store.blobs.write(ref.digest, raw, durable=self._durable)
+                self._stored_blob(ref)
             self._wal.append(encode_line(digest, body))
             self._rows.append((seq, type, actor, caused_by, span_id, ts, payload_json, model,
                                input_tokens, output_tokens, cached_tokens, cost_usd,
@@ -284,7 +286,9 @@ class RunWriter:
         """
         if self._closed:
             raise RunClosedError(self.id)
-        return self._store.blobs.put(data, media_type, durable=self._durable)
+        ref = self._store.blobs.put(data, media_type, durable=self._durable)
+        self._stored_blob(ref)
+        return ref
 
     def flush(self) -> None:
         """Commit the WAL now (``batch``: the pending group; ``fsync``: already done)."""
@@ -328,7 +332,16 @@ class RunWriter:
             return time.time_ns() // 1000
         return round(self._clock() * 1_000_000)
 
+    def _stored_blob(self, ref: BlobRef) -> None:
+        """Remember a blob this writer stored, so the event naming it next need not look for
+        it on disk again (the last few hundred: an event names what was just stored)."""
+        if len(self._stored) >= _STORED_KEPT:
+            self._stored.clear()
+        self._stored[ref.digest] = ref.size
+
     def _check_ref(self, ref: Any, path: str, where: str) -> None:
+        if self._stored.get(ref.digest) == ref.size:
+            return
         file = self._store.blobs.path(ref.digest)
         try:
             size = file.stat().st_size
@@ -359,6 +372,10 @@ class RunWriter:
 def _step(name: str) -> None:
     if seal_hook is not None:
         seal_hook(name)
+
+
+#: How many blobs a writer remembers having stored (see :meth:`RunWriter._stored_blob`).
+_STORED_KEPT = 512
 
 
 def _tname(value: object) -> str:

@@ -218,3 +218,36 @@ def test_every_model_api_is_an_llm_row(server: LLMServer, store: Any) -> None:
     assert calls["cost_usd"].tolist() == pytest.approx(expected, rel=1e-12)
     assert calls["cached_tokens"].tolist() == [10, 100, 10]
     assert [e.type for e in run.iter_events()].count("http.request") == 4  # the embeddings call: HTTP only
+
+
+class _AsksItself:
+    """An agent whose own step asks a model with a plain httpx client (not through ``model=``),
+    and whose ``model`` asks through the OpenAI SDK: the one is what ``capture_http`` decides,
+    the other is a model call of the loop either way."""
+
+    name = "asks itself"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def next_step(self, state: Any) -> Any:
+        if not state["messages"]:
+            return al.CallModel({"model": MODEL, "messages": QUESTION})
+        answer = httpx.post(f"{self.url}/chat/completions", json={"model": MODEL, "messages": QUESTION})
+        return al.Finish({"own": answer.json()["choices"][0]["message"]["content"]})
+
+
+@pytest.mark.parametrize("capture_http", [True, False])
+def test_run_agent_takes_capture_http(server: LLMServer, store: Any, capture_http: bool) -> None:
+    with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+        def model(request: Any) -> Any:
+            return client.chat.completions.create(**request)
+
+        kwargs = {} if capture_http else {"capture_http": False}  # on by default, as al.recording
+        run = al.run_agent(_AsksItself(server.url), input={}, model=model, tools={}, store=store, **kwargs)
+    assert run.status == "finished" and len(server.requests) == 2
+    types = _types(run)
+    assert types.count("http.request") == (1 if capture_http else 0)  # the step's own request only
+    calls = run.llm_calls()
+    assert len(calls) == (2 if capture_http else 1)  # the loop's model call is one row either way
+    assert calls["cost_usd"].tolist() == [expected_cost()] * len(calls)

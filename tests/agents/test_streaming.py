@@ -54,8 +54,38 @@ def test_a_stream_without_usage_has_an_unknown_cost(server: LLMServer, store: An
             al.recording(store=store, name="no usage") as rec:
         _chunks(client.chat.completions.create(model=MODEL, messages=QUESTION, stream=True))
     assert "stream_options" not in server.requests[-1][1]  # never asked for behind the caller's back
-    calls = store.run(rec.run_id).llm_calls()
+    run = store.run(rec.run_id)
+    calls = run.llm_calls()
     assert len(calls) == 1 and calls["cost_usd"].isna().all()  # unknown, never $0
+    for column in ("input_tokens", "output_tokens", "cached_tokens"):  # unknown, never 0 tokens
+        assert calls[column].isna().all(), column
+    [answer] = [e for e in run.iter_events() if e.type == "llm.response"]
+    assert LLMResponse.of(answer).usage is None and answer.input_tokens is None
+    assert run.cost()["cost_unknown_calls"].sum() == 1
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_rec_llm_of_a_stream_without_usage_has_unknown_tokens(server: LLMServer, store: Any,
+                                                              asynchronous: bool) -> None:
+    request = {"model": MODEL, "messages": QUESTION}
+
+    def program(rec: Any) -> Any:
+        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            answer = rec.llm(request, call=lambda req: client.chat.completions.create(**req, stream=True))
+            return [answer.input_tokens, answer.output_tokens, answer.cost_usd]
+
+    async def aprogram(rec: Any) -> Any:
+        async with openai.AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            async def call(req: Any) -> Any:
+                return await client.chat.completions.create(**req, stream=True)
+            answer = await rec.allm(request, call=call)
+            return [answer.input_tokens, answer.output_tokens, answer.cost_usd]
+
+    run = asyncio.run(al.arecord(aprogram, store=store, name="a")) if asynchronous else \
+        al.record(program, store=store, name="s")
+    assert run.event(len(run) - 1).payload["result"] == [None, None, None]
+    calls = run.llm_calls()
+    assert calls[["input_tokens", "output_tokens", "cost_usd"]].isna().all().all()
 
 
 def test_a_streamed_tool_call_is_assembled(server: LLMServer, store: Any) -> None:
@@ -129,6 +159,50 @@ def test_the_program_gets_each_chunk_as_the_server_sends_it(server: LLMServer, s
     assert [e.type for e in run.iter_events()][1:-1] == [
         "span.started", "llm.request", "http.request", "http.response", "llm.response", "span.ended"]
     assert run.llm_calls()["cost_usd"].tolist() == [expected_cost()]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_an_explicit_recording_client_passes_a_stream_on_live(server: LLMServer, store: Any,
+                                                              asynchronous: bool) -> None:
+    """``al.transport.client(rec)`` / ``async_client(rec)``: each chunk reaches the program as the
+    server sends it (the server holds the rest until the program has the first two), not once
+    the stream is read whole; the answer is one row, and replays from the log."""
+    gate = server.hold_streams()
+
+    def program(rec: Any) -> str:
+        parts: list[str] = []
+        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0,
+                           http_client=al.transport.client(rec)) as client:
+            for chunk in client.chat.completions.create(model=MODEL, messages=QUESTION, stream=True,
+                                                        stream_options=USAGE_ON):
+                parts.append(chunk.choices[0].delta.content or "" if chunk.choices else "")
+                if len(parts) == 2 and not gate.is_set():  # live (replay serves the log's answer)
+                    assert "llm.response" not in [e.type for e in store.run(rec.run_id).iter_events()]
+                    gate.set()
+        return "".join(parts)
+
+    async def aprogram(rec: Any) -> str:
+        parts: list[str] = []
+        async with openai.AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0,
+                                      http_client=al.transport.async_client(rec)) as client:
+            stream = await client.chat.completions.create(model=MODEL, messages=QUESTION, stream=True,
+                                                          stream_options=USAGE_ON)
+            async for chunk in stream:
+                parts.append(chunk.choices[0].delta.content or "" if chunk.choices else "")
+                if len(parts) == 2:
+                    gate.set()
+        return "".join(parts)
+
+    if asynchronous:
+        run = asyncio.run(al.arecord(aprogram, store=store, name="explicit async stream"))
+    else:
+        run = al.record(program, store=store, name="explicit stream")
+    assert server.gate_waited is True and run.event(len(run) - 1).payload["result"] == "restart the api"
+    assert [e.type for e in run.iter_events()].count("http.request") == 1
+    assert run.llm_calls()["cost_usd"].tolist() == [expected_cost()]
+    server.hold_streams().set()  # replay sends nothing; a request would not be held
+    replayed = asyncio.run(al.areplay(aprogram, run)) if asynchronous else al.replay(program, run)
+    assert replayed.ok and len(server.requests) == 1
 
 
 def test_an_async_stream_reaches_the_program_live(server: LLMServer, store: Any) -> None:

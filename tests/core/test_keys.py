@@ -18,6 +18,7 @@ from agentlog.keys import (
     IGNORED_FIELDS,
     REQUEST_SLOTS,
     KeyParts,
+    canonical_llm_key,
     canonical_request,
     explain_http,
     explain_llm,
@@ -28,6 +29,7 @@ from agentlog.keys import (
     normalize_url,
     tool_key,
 )
+from agentlog.redact import Redactor
 
 GOLDEN = json.loads((Path(__file__).parents[1] / "golden" / "keys.json").read_text("utf-8"))
 VECTORS = GOLDEN["vectors"]
@@ -266,7 +268,9 @@ def test_property_any_split_between_flat_and_nested_gives_one_key(params: dict[s
 def test_property_canonical_request_is_idempotent(params: dict[str, Any]) -> None:
     once = canonical_request({**BASE, **params})
     assert canonical_request(once) == once
-    assert llm_key(once) == llm_key({**BASE, **params})
+    assert llm_key(once) == llm_key({**BASE, **params}) == canonical_llm_key(once)
+    redacted = Redactor(frozenset({"temperature"})).value(once)  # as the recorder keys it
+    assert canonical_llm_key(redacted) == llm_key(redacted)
 
 
 # --- tool keys --------------------------------------------------------------------------------

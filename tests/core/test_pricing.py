@@ -18,6 +18,8 @@ import genai_prices
 import pytest
 from genai_prices import data_snapshot
 from genai_prices import types as gp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import agentlog as al
 from agentlog import pricing
@@ -336,6 +338,59 @@ def test_catalog_lookups_are_memoised(monkeypatch: pytest.MonkeyPatch) -> None:
         pricing.cost("gpt-4o-mini", CACHED, when=WHEN)
         pricing.cost("claude-3-5-haiku-latest", CACHED, when=WHEN)
     assert calls == ["claude-3-5-haiku-latest"]
+
+
+def _every_catalog_price() -> Iterator[tuple[str, gp.ModelPrice]]:
+    for provider in data_snapshot.get_snapshot().providers:
+        for info in provider.models:
+            for entry in info.prices if isinstance(info.prices, list) else [info.prices]:
+                yield f"{provider.id} {info.id}", getattr(entry, "prices", entry)
+
+
+def _catalog_usage(u: Usage) -> genai_prices.Usage:
+    return genai_prices.Usage(input_tokens=u.input_tokens, cache_read_tokens=u.cached_tokens,
+                              cache_write_tokens=u.cache_write_tokens, output_tokens=u.output_tokens,
+                              output_reasoning_tokens=u.reasoning_tokens)
+
+
+def test_a_price_read_per_token_gives_calc_prices_figure_for_the_whole_catalog() -> None:
+    """Every flat price in the catalog, at usages of every kind of token: the per-token form
+    the recorder prices with gives exactly ``ModelPrice.calc_price``'s figure (the oracle)."""
+    import random
+
+    rng = random.Random(12)
+    checked = tiered = 0
+    for name, model_price in _every_catalog_price():
+        linear = pricing._Linear.of(model_price)
+        if linear is None:
+            assert any(isinstance(v, gp.TieredPrices) for v in vars(model_price).values()), name
+            tiered += 1
+            continue
+        for _ in range(3):
+            inp, out = rng.randrange(0, 2_000_000), rng.randrange(0, 200_000)
+            cached = rng.randrange(0, inp + 1)
+            usage = Usage(input_tokens=inp, cached_tokens=cached, cache_write_tokens=rng.randrange(0, inp - cached + 1),
+                          output_tokens=out, reasoning_tokens=rng.randrange(0, out + 1))
+            assert float(linear.total(usage)) == float(model_price.calc_price(_catalog_usage(usage))["total_price"]), \
+                (name, usage)
+            checked += 1
+    assert checked > 3000 and tiered > 0  # the catalog holds both kinds
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["gpt-4o-mini", "gpt-4o", "o3", "claude-3-5-haiku-latest", "claude-sonnet-4-0",
+                        "gemini-2.5-pro", "gemini-2.0-flash"]),
+       st.integers(0, 3_000_000), st.integers(0, 100), st.integers(0, 100), st.integers(0, 300_000),
+       st.integers(0, 100))
+def test_cost_equals_genai_prices_calc_price(model: str, inp: int, cached_pct: int, write_pct: int, out: int,
+                                             reasoning_pct: int) -> None:
+    """``pricing.cost`` (memoised, per token) against ``genai_prices.calc_price`` by model name
+    (the whole lookup and calculation, every time), at random usages; tiered models included."""
+    cached = inp * cached_pct // 100
+    usage = Usage(input_tokens=inp, cached_tokens=cached, cache_write_tokens=(inp - cached) * write_pct // 100,
+                  output_tokens=out, reasoning_tokens=out * reasoning_pct // 100)
+    expected = genai_prices.calc_price(_catalog_usage(usage), model, genai_request_timestamp=WHEN).total_price
+    assert pricing.cost(model, usage, when=WHEN).usd == float(expected)
 
 
 def test_a_new_catalog_snapshot_is_picked_up() -> None:

@@ -31,7 +31,7 @@ def open_run(run_or_id: Any, store: Any) -> Any:
 
 def session(writer: Any, program: AgentProgram, *, inputs: Any, begin: Callable[[Recorder], None],
             clock: Callable[[], float] | None, state: Any = None, partial: Partial | None = None,
-            cache: ResponseCache | None = None) -> Any:
+            cache: ResponseCache | None = None, capture_http: bool = True) -> Any:
     """Run one session of ``program``'s loop on ``writer`` and close the run with how it ended.
 
     Args:
@@ -40,12 +40,14 @@ def session(writer: Any, program: AgentProgram, *, inputs: Any, begin: Callable[
         state: the folded state before the session (a resume).
         partial: an :class:`~agentlog.Emit` a crash cut short, to finish first (a resume).
         cache: answers served by key (a resumed fork: its parent's, after the cut).
+        capture_http: record the httpx requests of the session (see :func:`run_agent`).
 
     Returns:
         The run, closed.
     """
     rec = Recorder(WriterSink(writer, cache=cache), inputs=inputs, reducers=program.reducers,
-                   state=state, clock=clock or time.time, timer=clock or time.perf_counter)
+                   state=state, clock=clock or time.time, timer=clock or time.perf_counter,
+                   capture_http=capture_http)
     loop = Loop(program, rec, partial)
     with closing(writer):
         drive(rec, lambda _: loop.run(), begin=lambda: begin(rec))
@@ -56,7 +58,8 @@ def run_agent(agent: Agent, *, input: Any, model: Callable[[Mapping[str, Any]], 
               tools: Mapping[str, Callable[..., Any]] | None, store: Any = None,
               budget: Budget | None = None, name: str | None = None, run_id: str | None = None,
               clock: Callable[[], float] | None = None, durability: str = "fsync",
-              tags: Sequence[str] | Mapping[str, Any] | None = None, redact: Iterable[str] = ()) -> Any:
+              tags: Sequence[str] | Mapping[str, Any] | None = None, redact: Iterable[str] = (),
+              capture_http: bool = True) -> Any:
     """Run an agent's loop until it finishes, waits for a decision, or runs out of budget.
 
     Args:
@@ -72,6 +75,11 @@ def run_agent(agent: Agent, *, input: Any, model: Callable[[Mapping[str, Any]], 
             ``batch`` or ``none``.
         redact: more names whose values never reach the disk (:mod:`agentlog.redact`), kept
             in ``run.json`` for resumes, replays and forks.
+        capture_http: as on :func:`~agentlog.recording`: record every httpx request the agent's
+            own code sends, by any client (a model endpoint's as an LLM call with tokens and
+            cost, :mod:`agentlog.capture.transport`); ``False`` leaves them unrecorded. The
+            requests made inside ``model`` and the tools are not recorded again: each of those
+            calls is already one row.
 
     Returns:
         The :class:`~agentlog.Run`; ``run.status`` is ``finished``, ``waiting`` or
@@ -92,4 +100,4 @@ def run_agent(agent: Agent, *, input: Any, model: Callable[[Mapping[str, Any]], 
         if budget is not None:
             rec.emit(budget.body(), actor="al.run_agent")
 
-    return session(writer, program, inputs=input, begin=begin, clock=clock)
+    return session(writer, program, inputs=input, begin=begin, clock=clock, capture_http=capture_http)
