@@ -87,11 +87,17 @@ class _CountingSink:
     def __init__(self) -> None:
         self.next_seq = 0
 
-    def emit(self, type: str, payload: Any, **fields: Any) -> Any:
+    def emit(self, type: Any, payload: Any = None, **fields: Any) -> Any:
         from agentlog.events import Event
 
         self.next_seq += 1
-        return Event(seq=self.next_seq - 1, type=type, payload=payload)
+        return Event(seq=self.next_seq - 1, type=getattr(type, "TYPE", type), payload=payload or {})
+
+    def emit_many(self, items: Any, *, hold: bool = False) -> list[Any]:
+        return [self.emit(item.body) for item in items]
+
+    def flush(self) -> None:
+        pass
 
 
 @contextmanager

@@ -35,19 +35,22 @@ import logging
 import re
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.sdk.trace import SpanProcessor as _SDKSpanProcessor
 
 from ..capture.recorder import Recorder, active_recorder
+from ..capture.sinks import Sink
 from ..capture.transport import model_calls
 from ..errors import DivergenceError, RunClosedError
+from ..events import Event
 from ..interop.otlp_read import OtelSpan, from_sdk_span
-from ..interop.spanmap import LLM, Out, call_outs, ended, event_outs, span_kind, started
+from ..interop.spanmap import LLM, Out, call_outs, ended_of, event_outs, span_kind, started_of
+from ..store.writer import Emit
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -93,6 +96,9 @@ class _Live:
     """The OpenTelemetry parent's span id (an int), if any."""
     covered: bool = False
     """An ``llm`` span below wrote the call: this span does not write one."""
+    root: bool = False
+    """No span of the same recording was open above it when it started: its end writes the
+    events held since (:meth:`~agentlog.RunWriter.emit_many`)."""
 
 
 def _seq_of(span_id: str | None) -> int:
@@ -229,39 +235,58 @@ class SpanProcessor(_SDKSpanProcessor):
             parent_id = own
             if parent is not None and _seq_of(parent.written.span_id) > _seq_of(own):
                 parent_id = parent.written.span_id
-            plain = from_sdk_span(span, end=False)
-            kind = span_kind(plain.attributes)
-            span_id = f"s{rec.next_seq}"
-            event = _emit(rec, Out.of(started(plain, parent=parent_id, ids=False, kind=kind)), span_id, None)
-            written = WrittenSpan(trace_id=plain.trace_id, otel_span_id=plain.span_id, span_id=span_id,
-                                  kind=kind, started_seq=event.seq)
-            self._live[context.span_id] = _Live(rec, written, span.parent.span_id if span.parent else None)
-            self._written.setdefault(rec.run_id, deque(maxlen=WRITTEN_KEPT)).append(written)
+            # the SDK span read once, straight into the body (no intermediate copy)
+            attributes = span.attributes or _NO_ATTRIBUTES
+            kind = span_kind(attributes) if attributes else "chain"
+            scope = span.instrumentation_scope
+            otel = {_OTEL_KIND: span.kind.name, _OTEL_SCOPE: scope.name if scope is not None else None}
+            body = started_of(span.name, attributes, otel, parent=parent_id, kind=kind)
+            sink = _sink(rec)
+            span_id = f"s{sink.next_seq}"
+            root = parent is None
+            [event] = _write(rec, sink, [Emit(body, rec.actor, None, span_id)], hold=True)
+            written = WrittenSpan(trace_id=f"{context.trace_id:032x}", otel_span_id=f"{context.span_id:016x}",
+                                  span_id=span_id, kind=kind, started_seq=event.seq)
+            self._live[context.span_id] = _Live(rec, written, span.parent.span_id if span.parent else None, root=root)
+            written_here = self._written.get(rec.run_id)
+            if written_here is None:
+                written_here = self._written[rec.run_id] = deque(maxlen=WRITTEN_KEPT)
+            written_here.append(written)
 
     def _end(self, span: ReadableSpan, live: _Live) -> None:
         rec, written = live.rec, live.written
-        written.kind = span_kind(span.attributes or {})
-        # a span that made no call and recorded no event needs only its status: skip the copy
-        full = written.kind in _CALLS or bool(span.events)
-        plain = from_sdk_span(span, copy=full, ids=(written.trace_id, written.otel_span_id))
+        attributes = span.attributes or _NO_ATTRIBUTES
+        written.kind = kind = span_kind(attributes) if attributes else "chain"
+        items: list[Emit | _Raw] = []
+        request: int | None = None
+        sink = _sink(rec)
         with self._lock:
-            covered = written.kind == LLM and live.covered
-            outs: Sequence[Out] = [] if covered else call_outs(plain, timed=False, kind=written.kind)
-            if written.kind == LLM and outs:
-                if self.join is not None:
-                    outs = self.join(rec, plain, outs)
-                self._cover(live)
-            request = None
-            for out in outs:
-                event = _emit(rec, out, written.span_id, request)
-                request = request if request is not None else event.seq
-                written.call_seqs.append(event.seq)
-            if plain.events:
-                for _, _, out in sorted(event_outs(plain), key=lambda item: item[:2]):
-                    _emit(rec, out, written.span_id, None)
-            last = ended(plain)
+            if kind in _CALLS or span.events:
+                plain = from_sdk_span(span, ids=(written.trace_id, written.otel_span_id))
+                covered = kind == LLM and live.covered
+                outs: Sequence[Out] = [] if covered else call_outs(plain, timed=False, kind=kind)
+                if kind == LLM and outs:
+                    if self.join is not None:
+                        outs = self.join(rec, plain, outs)
+                    self._cover(live)
+                seq = sink.next_seq
+                for out in outs:
+                    items.append(_item(out, rec, written.span_id, request))
+                    written.call_seqs.append(seq)
+                    request = request if request is not None else seq
+                    seq += 1
+                if plain.events:
+                    for _, _, out in sorted(event_outs(plain), key=lambda item: item[:2]):
+                        items.append(_item(out, rec, written.span_id, None))
+            status = span.status
+            last = ended_of(span.name, attributes, status.status_code.value, status.description or None)
             if last is not None:
-                written.ended_seq = _emit(rec, Out.of(last), written.span_id, written.started_seq).seq
+                written.ended_seq = sink.next_seq + len(items)
+                items.append(Emit(last, rec.actor, written.started_seq, written.span_id))
+            if items:
+                _write(rec, sink, items, hold=not live.root)
+            elif live.root:
+                sink.flush()
 
     def _cover(self, live: _Live) -> None:
         """Mark every open ancestor of a span that wrote a model call: it is the same call."""
@@ -276,5 +301,55 @@ class SpanProcessor(_SDKSpanProcessor):
             node = above.parent
 
 
-def _emit(rec: Recorder, out: Out, span_id: str, caused_by: int | None) -> Any:
-    return rec.emit(out.type, out.payload, span_id=span_id, caused_by=caused_by, **dict(out.columns))
+_NO_ATTRIBUTES: Mapping[str, Any] = {}
+_OTEL_KIND, _OTEL_SCOPE = "kind", "scope"  # the keys of SpanStarted.otel, as spanmap.started writes them
+
+
+def _sink(rec: Recorder) -> Sink:
+    """The sink the recorder writes to (the processor writes batches straight into it)."""
+    sink: Sink = rec._sink  # the recorder (capture/recorder.py) has no public name for it yet
+    return sink
+
+
+class _Raw(NamedTuple):
+    """An event with no typed body (an exported agentlog event of another type), written alone."""
+
+    out: Out
+    span_id: str
+    caused_by: int | None
+
+
+def _item(out: Out, rec: Recorder, span_id: str, caused_by: int | None) -> Emit | _Raw:
+    """A typed event as the batch item it is; an exported event of another type as it came."""
+    if out.body is not None:
+        return Emit(out.body, rec.actor, caused_by, span_id)
+    return _Raw(out, span_id, caused_by)
+
+
+def _write(rec: Recorder, sink: Sink, items: Sequence[Emit | _Raw], *, hold: bool) -> list[Event]:
+    """Write ``items`` into the recorder's run: runs of typed bodies in one batch each (held
+    for a later write with ``hold``), anything else one event at a time."""
+    emit_many = getattr(sink, "emit_many", None)
+    events: list[Event] = []
+    batch: list[Emit] = []
+    for item in items:
+        if isinstance(item, Emit) and emit_many is not None:
+            batch.append(item)
+            continue
+        if batch:
+            events.extend(emit_many(batch, hold=True))  # type: ignore[misc]
+            batch = []
+        if isinstance(item, Emit):
+            events.append(rec.emit(item.body, actor=item.actor, caused_by=item.caused_by, span_id=item.span_id))
+        else:
+            out = item.out
+            events.append(rec.emit(out.type, out.payload, span_id=item.span_id, caused_by=item.caused_by,
+                                   **dict(out.columns)))
+    if batch:
+        assert emit_many is not None
+        events.extend(emit_many(batch, hold=hold))
+    elif not hold:
+        flush = getattr(sink, "flush", None)
+        if flush is not None:
+            flush()
+    return events

@@ -210,3 +210,34 @@ def test_a_span_that_outlives_its_recording_loses_only_its_end(instrumented: Any
     types = [e.type for e in store.run(rec.run_id).iter_events()]
     assert types == ["run.started", "span.started", "run.finished"]
     assert not [r for r in caplog.records if r.levelname in ("ERROR", "WARNING")]
+
+
+def test_spans_under_a_root_are_held_briefly_and_the_root_end_writes_them(store: Any) -> None:
+    import time
+
+    from opentelemetry.sdk.trace import TracerProvider
+
+    provider = TracerProvider()
+    provider.add_span_processor(al.otel.SpanProcessor())
+    tracer = provider.get_tracer("held")
+
+    def on_disk(run_id: str) -> list[str]:
+        return [e.type for e in al.Store(store.path).run(run_id).iter_events()]  # another reader
+
+    with al.recording(store=store, name="held") as rec:
+        with tracer.start_as_current_span("flat"):
+            pass
+        assert on_disk(rec.run_id)[-2:] == ["span.started", "span.ended"]  # a root span: written at its end
+        with tracer.start_as_current_span("agent"):
+            for i in range(3):
+                with tracer.start_as_current_span(f"step {i}"):
+                    pass
+            deadline = time.monotonic() + 30  # held for one write: the writer's thread writes them
+            while on_disk(rec.run_id).count("span.ended") < 4 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert on_disk(rec.run_id).count("span.ended") == 4  # the steps, while the agent span is open
+        assert on_disk(rec.run_id).count("span.ended") == 5  # the root's end wrote at once
+    run = store.run(rec.run_id)
+    assert run.verify().ok
+    assert _spans(run) == [("flat", "chain", None), ("agent", "chain", None)] + [
+        (f"step {i}", "chain", "agent") for i in range(3)]
