@@ -27,6 +27,15 @@ the HTTP transport (:mod:`agentlog.capture.transport`) wrote while the span was 
 span's call, so the span writes none, and the call is one row, paid once. Every span written is listed in :meth:`SpanProcessor.written` (:class:`WrittenSpan`: its
 OpenTelemetry ids, agentlog span id and the seqs of its events), so a joiner can find the
 span of a call from either side.
+
+**One tool call, one row.** A tool that the recorder records itself (``@al.tool``,
+``rec.tool``) and that a framework traces too (an OpenInference ``TOOL`` span, a GenAI
+``execute_tool`` span, the Agents SDK's function span) is one call: a ``tool`` span writes no
+``tool.call`` / ``tool.result`` of its own when the recorder wrote a call of the same tool name
+while the span was open (or the recorder's call was still open when the span started: a
+framework's span inside the recorded tool). Calls are matched oldest first, each to one span.
+The processor sees the recorder's calls as they are written (it observes the events of the
+recordings it writes into), so a replay joins them exactly as the recording did.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,7 +57,7 @@ from ..capture.recorder import Recorder, active_recorder
 from ..capture.sinks import Sink
 from ..capture.transport import model_calls
 from ..errors import DivergenceError, RunClosedError
-from ..events import Event
+from ..events import Body, Event, ToolCall, ToolResult
 from ..interop.otlp_read import OtelSpan, from_sdk_span
 from ..interop.spanmap import LLM, Out, call_outs, ended_of, event_outs, span_kind, started_of
 from ..store.writer import Emit
@@ -66,6 +76,8 @@ _SEQ_ID = re.compile(r"s(\d+)")
 _CALLS = frozenset({LLM, "tool"})
 #: How many written spans :meth:`SpanProcessor.written` keeps per run (the most recent).
 WRITTEN_KEPT = 10_000
+#: How many of the recorder's own tool calls are kept per recording to join a tool span to.
+TOOL_CALLS_KEPT = 1_000
 
 
 @dataclass(slots=True)
@@ -101,6 +113,19 @@ class _Live:
     events held since (:meth:`~agentlog.RunWriter.emit_many`)."""
 
 
+@dataclass(slots=True)
+class _ToolCall:
+    """A tool call the recorder itself wrote (``@al.tool``, ``rec.tool``), as the processor saw it."""
+
+    seq: int
+    """The seq of its ``tool.call``."""
+    name: str
+    done: bool = False
+    """Its ``tool.result`` was written."""
+    joined: bool = False
+    """A framework's tool span of the same call was joined to it."""
+
+
 def _seq_of(span_id: str | None) -> int:
     m = _SEQ_ID.fullmatch(span_id or "")
     return int(m.group(1)) if m else -1
@@ -132,6 +157,8 @@ class SpanProcessor(_SDKSpanProcessor):
         self._live: dict[int, _Live] = {}
         self._written: dict[str, deque[WrittenSpan]] = {}
         self._lock = threading.RLock()
+        self._tools: weakref.WeakKeyDictionary[Recorder, deque[_ToolCall]] = weakref.WeakKeyDictionary()
+        self._local = threading.local()  # .writing: the events being observed are the processor's own
 
     # --- the SDK's interface ---------------------------------------------------------------------
 
@@ -203,6 +230,10 @@ class SpanProcessor(_SDKSpanProcessor):
         spans the recorder opens nest under the framework's)."""
         if not self.enabled:
             return None
+        if rec not in self._tools:  # the recorder opens a span (a tool's, maybe): see its calls from now on
+            with self._lock:
+                if rec not in self._tools:
+                    self._watch(rec, _sink(rec))
         context = trace.get_current_span().get_span_context()
         live = self._live.get(context.span_id) if context is not None else None
         return live.written.span_id if live is not None and live.rec is rec else None
@@ -242,9 +273,11 @@ class SpanProcessor(_SDKSpanProcessor):
             otel = {_OTEL_KIND: span.kind.name, _OTEL_SCOPE: scope.name if scope is not None else None}
             body = started_of(span.name, attributes, otel, parent=parent_id, kind=kind)
             sink = _sink(rec)
+            if rec not in self._tools:
+                self._watch(rec, sink)
             span_id = f"s{sink.next_seq}"
             root = parent is None
-            [event] = _write(rec, sink, [Emit(body, rec.actor, None, span_id)], hold=True)
+            [event] = self._own(rec, sink, [Emit(body, rec.actor, None, span_id)], hold=True)
             written = WrittenSpan(trace_id=f"{context.trace_id:032x}", otel_span_id=f"{context.span_id:016x}",
                                   span_id=span_id, kind=kind, started_seq=event.seq)
             self._live[context.span_id] = _Live(rec, written, span.parent.span_id if span.parent else None, root=root)
@@ -269,6 +302,8 @@ class SpanProcessor(_SDKSpanProcessor):
                     if self.join is not None:
                         outs = self.join(rec, plain, outs)
                     self._cover(live)
+                elif kind == "tool" and outs and self._recorded_tool(rec, written.started_seq, outs[0].body):
+                    outs = []
                 seq = sink.next_seq
                 for out in outs:
                     items.append(_item(out, rec, written.span_id, request))
@@ -284,9 +319,52 @@ class SpanProcessor(_SDKSpanProcessor):
                 written.ended_seq = sink.next_seq + len(items)
                 items.append(Emit(last, rec.actor, written.started_seq, written.span_id))
             if items:
-                _write(rec, sink, items, hold=not live.root)
+                self._own(rec, sink, items, hold=not live.root)
             elif live.root:
                 sink.flush()
+
+    def _own(self, rec: Recorder, sink: Sink, items: Sequence[Emit | _Raw], *, hold: bool) -> list[Event]:
+        """Write the processor's own events (not taken for the recorder's tool calls)."""
+        self._local.writing = True
+        try:
+            return _write(rec, sink, items, hold=hold)
+        finally:
+            self._local.writing = False
+
+    def _watch(self, rec: Recorder, sink: Sink) -> None:
+        """See the tool calls the recorder writes into its run, to join a framework's tool span
+        to the call the recorder made (the sink's observer is wrapped: every event still goes
+        to the recorder first)."""
+        calls: deque[_ToolCall] = deque(maxlen=TOOL_CALLS_KEPT)
+        self._tools[rec] = calls
+        inner = sink.observer
+        local = self._local
+
+        def observe(event: Event) -> None:
+            if inner is not None:
+                inner(event)
+            if getattr(local, "writing", False):
+                return
+            if event.type == ToolCall.TYPE:
+                calls.append(_ToolCall(event.seq, str(event.payload.get(ToolCall.K.name))))
+            elif event.type == ToolResult.TYPE and event.caused_by is not None:
+                for call in reversed(calls):
+                    if call.seq == event.caused_by:
+                        call.done = True
+                        break
+
+        sink.observer = observe
+
+    def _recorded_tool(self, rec: Recorder, started: int, body: Body | None) -> bool:
+        """True when the recorder wrote this tool span's call (``body``) itself (see the module
+        docstring): the span writes none; the recorder's call is marked joined."""
+        if not isinstance(body, ToolCall):
+            return False
+        for recorded in self._tools.get(rec, ()):
+            if not recorded.joined and recorded.name == body.name and (recorded.seq > started or not recorded.done):
+                recorded.joined = True
+                return True
+        return False
 
     def _cover(self, live: _Live) -> None:
         """Mark every open ancestor of a span that wrote a model call: it is the same call."""

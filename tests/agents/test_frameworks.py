@@ -149,7 +149,17 @@ def test_an_agents_sdk_agent_with_its_spans_counts_each_call_once(instrumented: 
 
     run = al.record(program, store=store, name="agents-sdk-traced")
     _check_calls(run, 2)  # the SDK's spans, the OpenAI instrumentor's and the transport: one row each
-    kinds = {(w.kind, len(w.call_seqs)) for w in instrumented.processor.written(run.id)}
+    written = instrumented.processor.written(run.id)
+    kinds = {(w.kind, len(w.call_seqs)) for w in written}
     assert ("agent", 0) in kinds and ("llm", 0) in kinds and ("llm", 2) not in kinds
+    # the tool, traced by the SDK's function span and recorded by @al.tool: one tool row
+    calls = [e for e in run.iter_events() if e.type == "tool.call"]
+    results = [e for e in run.iter_events() if e.type == "tool.result"]
+    assert [(c.payload["name"], c.payload["args"]) for c in calls] == [("status", {"service": "api"})]
+    assert [r.payload["result"] for r in results] == ["api cpu=0.9"] and results[0].caused_by == calls[0].seq
+    [sdk_tool] = [w for w in written if w.kind == "tool"]
+    assert sdk_tool.call_seqs == []  # the SDK's span wrote no call of its own: it is @al.tool's
+    tool_span = run.event(int(calls[0].span_id[1:]))  # @al.tool's span, inside the SDK's function span
+    assert tool_span.type == "span.started" and tool_span.payload["parent"] == sdk_tool.span_id
     assert al.replay(program, run).ok
     assert len(server.requests) == 2

@@ -241,3 +241,54 @@ def test_spans_under_a_root_are_held_briefly_and_the_root_end_writes_them(store:
     assert run.verify().ok
     assert _spans(run) == [("flat", "chain", None), ("agent", "chain", None)] + [
         (f"step {i}", "chain", "agent") for i in range(3)]
+
+
+def test_a_tool_traced_by_a_framework_and_recorded_by_al_tool_is_one_row(instrumented: Any, store: Any) -> None:
+    import json
+
+    processor = instrumented.processor
+    tracer = instrumented.provider.get_tracer("tools")
+
+    @al.tool
+    def lookup(service: str) -> str:
+        return f"{service} ok"
+
+    def traced(convention: str, service: str, inner: bool = True) -> Any:
+        """A framework's tool span (OpenInference TOOL or GenAI execute_tool) around the tool."""
+        attributes = ({"openinference.span.kind": "TOOL", "tool.name": "lookup",
+                       "input.value": json.dumps({"service": service})} if convention == "oi" else
+                      {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup",
+                       "gen_ai.tool.call.arguments": json.dumps({"service": service})})
+        with tracer.start_as_current_span("lookup", attributes=attributes) as span:
+            result = lookup(service) if inner else f"{service} ok"
+            span.set_attribute("output.value" if convention == "oi" else "gen_ai.tool.call.result", result)
+        return result
+
+    def program(rec: Any) -> list[str]:
+        out = [traced("oi", "api"), traced("genai", "db")]
+        with rec.span("plain", kind="agent"):
+            out.append(traced("oi", "web", inner=False))  # traced only: the span's call is the row
+        return out
+
+    run = al.record(program, store=store, name="tools")
+    calls = [e for e in run.iter_events() if e.type == "tool.call"]
+    results = [e for e in run.iter_events() if e.type == "tool.result"]
+    assert [c.payload["args"]["service"] for c in calls] == ["api", "db", "web"]
+    assert [r.payload["result"] for r in results] == ["api ok", "db ok", "web ok"]
+    assert [r.caused_by for r in results] == [c.seq for c in calls]
+    tool_spans = [w for w in processor.written(run.id) if w.kind == "tool"]
+    assert [len(w.call_seqs) for w in tool_spans] == [0, 0, 2]  # only the traced-only span wrote its call
+    for call, span in zip(calls[:2], tool_spans, strict=False):  # @al.tool's span nests under the framework's
+        assert run.event(int(call.span_id[1:])).payload["parent"] == span.span_id
+    assert run.verify().ok
+    assert al.replay(program, run).ok  # the replay joins them the same way
+
+    # the other nesting: a framework's tool span inside the recorded tool (what runs inside a
+    # recorded tool is not run again on replay, so this one is not replayed)
+    with al.recording(store=store, name="inside") as rec:
+        assert al.tool(name="lookup")(lambda service: traced("oi", service, inner=False))("cache") == "cache ok"
+    inside = store.run(rec.run_id)
+    assert [e.type for e in inside.iter_events()].count("tool.call") == 1
+    assert [e.payload["result"] for e in inside.iter_events() if e.type == "tool.result"] == ["cache ok"]
+    [span] = [w for w in processor.written(rec.run_id) if w.kind == "tool"]
+    assert span.call_seqs == []
