@@ -2,9 +2,19 @@
 is active where they start, while the agent runs.
 
 When a span starts inside ``with al.recording(...)`` (or ``al.record``, ``al.arecord``,
-``al.run_agent``) its ``span.started`` is written at once; when it ends, the call it made
+``al.run_agent``) its ``span.started`` takes its seq at once; when it ends, the call it made
 (``llm.request`` / ``llm.response``, ``tool.call`` / ``tool.result``), its span events and its
-``span.ended`` follow. What each span becomes is the OTLP import's mapping
+``span.ended`` follow, as one batch (:meth:`~agentlog.RunWriter.emit_many`).
+
+**When the events reach the disk.** The events of spans under a root span (one with no span
+of the same recording open above it) are held in memory and written, in seq order, in one WAL
+write with the run's durability: when the root span ends, when the recorder writes an event
+of its own, when the recording closes, and otherwise by the writer's thread at most
+:data:`~agentlog.store.writer.HOLD_MS` (50 ms) after the first of them was held. So a reader
+(the live tail, another process) sees a long-running agent's spans within ~50 ms, and a trace
+of many spans costs one WAL write (one fsync under ``durability="fsync"``) instead of two per
+span. Until they are written, held events are not acknowledged: a crash loses them, and
+nothing written before. What each span becomes is the OTLP import's mapping
 (:mod:`agentlog.interop.spanmap`), with two differences that keep a recording replayable:
 the OpenTelemetry ids (random on every run) are not in the payload, and ``duration_ms`` is
 not taken from the span's clock (the events' ``ts`` say when each side happened).
@@ -195,7 +205,17 @@ class SpanProcessor(_SDKSpanProcessor):
             self._live.clear()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Nothing to flush: every event is written when its span starts or ends."""
+        """Write the events held for the recordings this processor writes into now (they are
+        written anyway at a root span's end, the recorder's next event, close, or within 50 ms:
+        see the module docstring)."""
+        with self._lock:
+            recorders = list(self._tools)
+        for rec in recorders:
+            try:
+                _sink(rec).flush()
+            except OSError:
+                log.exception("agentlog: could not write the held spans of run %s", rec.run_id)
+                return False
         return True
 
     # --- what was written ------------------------------------------------------------------------

@@ -292,3 +292,24 @@ def test_a_tool_traced_by_a_framework_and_recorded_by_al_tool_is_one_row(instrum
     assert [e.payload["result"] for e in inside.iter_events() if e.type == "tool.result"] == ["cache ok"]
     [span] = [w for w in processor.written(rec.run_id) if w.kind == "tool"]
     assert span.call_seqs == []
+
+
+def test_force_flush_writes_the_held_spans(store: Any, monkeypatch: Any) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from agentlog.store import writer
+
+    monkeypatch.setattr(writer._FLUSHER, "due", lambda w: None)  # no background write in this test
+    provider = TracerProvider()
+    provider.add_span_processor(al.otel.SpanProcessor())
+    tracer = provider.get_tracer("flush")
+
+    def on_disk(run_id: str) -> list[str]:
+        return [e.type for e in al.Store(store.path).run(run_id).iter_events()]
+
+    with al.recording(store=store, name="flush", durability="none") as rec, tracer.start_as_current_span("agent"):
+        with tracer.start_as_current_span("step"):
+            pass
+        assert on_disk(rec.run_id) == ["run.started"]  # held
+        assert provider.force_flush()
+        assert on_disk(rec.run_id) == ["run.started", "span.started", "span.started", "span.ended"]
