@@ -311,7 +311,7 @@ class SpanProcessor(_SDKSpanProcessor):
         attributes = span.attributes or _NO_ATTRIBUTES
         written.kind = kind = span_kind(attributes) if attributes else "chain"
         items: list[Emit | _Raw] = []
-        request: int | None = None
+        calls = 0
         sink = _sink(rec)
         with self._lock:
             if kind in _CALLS or span.events:
@@ -324,22 +324,23 @@ class SpanProcessor(_SDKSpanProcessor):
                     self._cover(live)
                 elif kind == "tool" and outs and self._recorded_tool(rec, written.started_seq, outs[0].body):
                     outs = []
-                seq = sink.next_seq
-                for out in outs:
-                    items.append(_item(out, rec, written.span_id, request))
-                    written.call_seqs.append(seq)
-                    request = request if request is not None else seq
-                    seq += 1
+                if outs:  # the request first: its seq is what the answer is caused by
+                    [asked] = self._own(rec, sink, [_item(outs[0], rec, written.span_id, None)], hold=True)
+                    written.call_seqs.append(asked.seq)
+                    items.extend(_item(out, rec, written.span_id, asked.seq) for out in outs[1:])
+                calls = len(items)
                 if plain.events:
                     for _, _, out in sorted(event_outs(plain), key=lambda item: item[:2]):
                         items.append(_item(out, rec, written.span_id, None))
             status = span.status
             last = ended_of(span.name, attributes, status.status_code.value, status.description or None)
             if last is not None:
-                written.ended_seq = sink.next_seq + len(items)
                 items.append(Emit(last, rec.actor, written.started_seq, written.span_id))
             if items:
-                self._own(rec, sink, items, hold=not live.root)
+                events = self._own(rec, sink, items, hold=not live.root)
+                written.call_seqs.extend(e.seq for e in events[:calls])
+                if last is not None:
+                    written.ended_seq = events[-1].seq
             elif live.root:
                 sink.flush()
 
