@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final, Protocol
 
@@ -54,6 +54,7 @@ from ..events import (
     body_of,
 )
 from ..redact import DEFAULT, Redactor
+from ..store.writer import Emit
 from .divergence import Divergence, differing_fields, payload_diff
 
 __all__ = ["EXTERNAL_TYPES", "RESPONSE_TYPES", "Interrupted", "ReplaySink", "ResponseCache", "Sink",
@@ -136,6 +137,10 @@ class Sink(Protocol):
 
     def serve(self, kind: str, key: str, *, actor: str | None, caused_by: int | None,
               span_id: str | None) -> Event | None: ...
+
+    def emit_many(self, items: Sequence[Emit], *, hold: bool = False) -> list[Event]: ...
+
+    def flush(self) -> None: ...
 
     def put_blob(self, data: bytes | str, media_type: str | None = None) -> BlobRef: ...
 
@@ -299,6 +304,20 @@ class WriterSink:
             self.observed(event)
         return event
 
+    def emit_many(self, items: Sequence[Emit], *, hold: bool = False) -> list[Event]:
+        """Append several events in one batch (:meth:`~agentlog.RunWriter.emit_many`: one
+        WAL write, or held for a later one with ``hold``); each is observed, in order."""
+        events: list[Event] = self.writer.emit_many(items, hold=hold)
+        if self.observer is not None:
+            for event in events:
+                self.observer(event)
+                self.observed(event)
+        return events
+
+    def flush(self) -> None:
+        """Write the events held by :meth:`emit_many` now."""
+        self.writer.flush()
+
     def observed(self, event: Event) -> None:
         """The recorder has folded ``event``: write a checkpoint a seal or the cadence made due."""
         if (self._due is not None and event.seq >= self._due) or (
@@ -424,6 +443,16 @@ class ReplaySink:
         actual = Event(seq=self.pos, type=type_, payload=payload, actor=actor, caused_by=caused_by,
                        span_id=span_id, **{k: v for k, v in usage.items() if v is not None})
         return self._compare(actual)
+
+    def emit_many(self, items: Sequence[Emit], *, hold: bool = False) -> list[Event]:
+        """:meth:`emit` for each item in turn (compared with the log one by one)."""
+        return [self.emit(item.body, actor=item.actor, caused_by=item.caused_by, span_id=item.span_id)
+                for item in items]
+
+    def flush(self) -> None:
+        """Past the prefix, the new run's held events are written; a replay holds none."""
+        if self.after is not None:
+            self.after.flush()
 
     def _compare(self, actual: Event) -> Event:
         expected = self._peek()

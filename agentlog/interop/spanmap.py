@@ -94,7 +94,8 @@ from ._common import finite
 from .messages import from_openinference, from_parts
 from .otlp_read import OtelSpan
 
-__all__ = ["LLM", "Out", "call_outs", "ended", "event_outs", "llm_below", "span_kind", "started"]
+__all__ = ["LLM", "Out", "call_outs", "ended", "ended_of", "event_outs", "llm_below", "span_kind", "started",
+           "started_of"]
 
 #: The agentlog span kind of a model call.
 LLM: Final = "llm"
@@ -139,11 +140,13 @@ class Out:
     actor: str | None = None
     old_seq: int | None = None
     old_cause: int | None = None
+    body: Body | None = None
+    """The checked body the event was made of (``None`` for an exported event of any type)."""
 
     @classmethod
     def of(cls, body: Body) -> Out:
         """The event of a typed body."""
-        return cls(body.TYPE, body.to_payload(), body.columns())
+        return cls(body.TYPE, body.to_payload(), body.columns(), body=body)
 
 
 # --- small readers ------------------------------------------------------------------------------
@@ -209,26 +212,38 @@ def started(span: OtelSpan, *, parent: str | None, ids: bool = True, kind: str |
             random, and a replay must write the same payload).
         kind: the span's kind, when the caller has it already (:func:`span_kind`).
     """
-    a = span.attributes
-    if sc.AL_SPAN_NAME in a:  # exported by agentlog: its own attributes, not the conventions'
-        extra = json_value(a.get(sc.AL_SPAN_ATTRIBUTES))
-        attributes = dict(extra) if isinstance(extra, Mapping) else None
-    else:
-        attributes = finite(dict(a))
     otel: dict[str, Any] = {"kind": span.kind, "scope": span.scope}
     if ids:
         otel = {"trace_id": span.trace_id, "span_id": span.span_id, "parent_span_id": span.parent_id, **otel}
-    return SpanStarted(name=span_name(span), kind=kind or span_kind(a), parent=parent, attributes=attributes,
-                       otel=otel)
+    return started_of(span.name, span.attributes, otel, parent=parent, kind=kind)
+
+
+def started_of(name: str, a: Mapping[str, Any], otel: Mapping[str, Any], *, parent: str | None,
+               kind: str | None = None) -> SpanStarted:
+    """:func:`started` from the parts of a span (the live processor reads an SDK span
+    straight into it): its name, attributes and the ``otel`` part of the body."""
+    if sc.AL_SPAN_NAME in a:  # exported by agentlog: its own attributes, not the conventions'
+        extra = json_value(a.get(sc.AL_SPAN_ATTRIBUTES))
+        attributes = dict(extra) if isinstance(extra, Mapping) else None
+        name = str(a[sc.AL_SPAN_NAME] or name)
+    else:
+        attributes = finite(dict(a)) if a else {}
+    return SpanStarted(name=name, kind=kind or span_kind(a), parent=parent, attributes=attributes, otel=otel)
 
 
 def ended(span: OtelSpan) -> SpanEnded | None:
     """The ``span.ended`` of a span (``None`` for a span an agentlog export marked open)."""
-    if span.attributes.get(sc.AL_SPAN_OPEN) is True:
+    return ended_of(span.name, span.attributes, span.status_code, span.status_message)
+
+
+def ended_of(name: str, a: Mapping[str, Any], status_code: int, status_message: str | None) -> SpanEnded | None:
+    """:func:`ended` from the parts of a span: name, attributes, status code (0 unset, 1 ok,
+    2 error) and message."""
+    if a.get(sc.AL_SPAN_OPEN) is True:
         return None
-    status = _STATUS.get(span.status_code, "ok")
-    error = (span.status_message or "error") if status == "error" else None
-    return SpanEnded(name=span_name(span), status=status, error=error)
+    status = _STATUS.get(status_code, "ok")
+    error = (status_message or "error") if status == "error" else None
+    return SpanEnded(name=str(a.get(sc.AL_SPAN_NAME) or name), status=status, error=error)
 
 
 def llm_below(spans: Iterable[tuple[str, str | None, str]]) -> set[str]:

@@ -2,9 +2,19 @@
 is active where they start, while the agent runs.
 
 When a span starts inside ``with al.recording(...)`` (or ``al.record``, ``al.arecord``,
-``al.run_agent``) its ``span.started`` is written at once; when it ends, the call it made
+``al.run_agent``) its ``span.started`` takes its seq at once; when it ends, the call it made
 (``llm.request`` / ``llm.response``, ``tool.call`` / ``tool.result``), its span events and its
-``span.ended`` follow. What each span becomes is the OTLP import's mapping
+``span.ended`` follow, as one batch (:meth:`~agentlog.RunWriter.emit_many`).
+
+**When the events reach the disk.** The events of spans under a root span (one with no span
+of the same recording open above it) are held in memory and written, in seq order, in one WAL
+write with the run's durability: when the root span ends, when the recorder writes an event
+of its own, when the recording closes, and otherwise by the writer's thread at most
+:data:`~agentlog.store.writer.HOLD_MS` (50 ms) after the first of them was held. So a reader
+(the live tail, another process) sees a long-running agent's spans within ~50 ms, and a trace
+of many spans costs one WAL write (one fsync under ``durability="fsync"``) instead of two per
+span. Until they are written, held events are not acknowledged: a crash loses them, and
+nothing written before. What each span becomes is the OTLP import's mapping
 (:mod:`agentlog.interop.spanmap`), with two differences that keep a recording replayable:
 the OpenTelemetry ids (random on every run) are not in the payload, and ``duration_ms`` is
 not taken from the span's clock (the events' ``ts`` say when each side happened).
@@ -27,6 +37,15 @@ the HTTP transport (:mod:`agentlog.capture.transport`) wrote while the span was 
 span's call, so the span writes none, and the call is one row, paid once. Every span written is listed in :meth:`SpanProcessor.written` (:class:`WrittenSpan`: its
 OpenTelemetry ids, agentlog span id and the seqs of its events), so a joiner can find the
 span of a call from either side.
+
+**One tool call, one row.** A tool that the recorder records itself (``@al.tool``,
+``rec.tool``) and that a framework traces too (an OpenInference ``TOOL`` span, a GenAI
+``execute_tool`` span, the Agents SDK's function span) is one call: a ``tool`` span writes no
+``tool.call`` / ``tool.result`` of its own when the recorder wrote a call of the same tool name
+while the span was open (or the recorder's call was still open when the span started: a
+framework's span inside the recorded tool). Calls are matched oldest first, each to one span.
+The processor sees the recorder's calls as they are written (it observes the events of the
+recordings it writes into), so a replay joins them exactly as the recording did.
 """
 
 from __future__ import annotations
@@ -34,20 +53,24 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import weakref
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.sdk.trace import SpanProcessor as _SDKSpanProcessor
 
 from ..capture.recorder import Recorder, active_recorder
+from ..capture.sinks import Sink
 from ..capture.transport import model_calls
 from ..errors import DivergenceError, RunClosedError
+from ..events import Body, Event, ToolCall, ToolResult
 from ..interop.otlp_read import OtelSpan, from_sdk_span
-from ..interop.spanmap import LLM, Out, call_outs, ended, event_outs, span_kind, started
+from ..interop.spanmap import LLM, Out, call_outs, ended_of, event_outs, span_kind, started_of
+from ..store.writer import Emit
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -63,6 +86,8 @@ _SEQ_ID = re.compile(r"s(\d+)")
 _CALLS = frozenset({LLM, "tool"})
 #: How many written spans :meth:`SpanProcessor.written` keeps per run (the most recent).
 WRITTEN_KEPT = 10_000
+#: How many of the recorder's own tool calls are kept per recording to join a tool span to.
+TOOL_CALLS_KEPT = 1_000
 
 
 @dataclass(slots=True)
@@ -93,6 +118,22 @@ class _Live:
     """The OpenTelemetry parent's span id (an int), if any."""
     covered: bool = False
     """An ``llm`` span below wrote the call: this span does not write one."""
+    root: bool = False
+    """No span of the same recording was open above it when it started: its end writes the
+    events held since (:meth:`~agentlog.RunWriter.emit_many`)."""
+
+
+@dataclass(slots=True)
+class _ToolCall:
+    """A tool call the recorder itself wrote (``@al.tool``, ``rec.tool``), as the processor saw it."""
+
+    seq: int
+    """The seq of its ``tool.call``."""
+    name: str
+    done: bool = False
+    """Its ``tool.result`` was written."""
+    joined: bool = False
+    """A framework's tool span of the same call was joined to it."""
 
 
 def _seq_of(span_id: str | None) -> int:
@@ -126,6 +167,8 @@ class SpanProcessor(_SDKSpanProcessor):
         self._live: dict[int, _Live] = {}
         self._written: dict[str, deque[WrittenSpan]] = {}
         self._lock = threading.RLock()
+        self._tools: weakref.WeakKeyDictionary[Recorder, deque[_ToolCall]] = weakref.WeakKeyDictionary()
+        self._local = threading.local()  # .writing: the events being observed are the processor's own
 
     # --- the SDK's interface ---------------------------------------------------------------------
 
@@ -162,7 +205,17 @@ class SpanProcessor(_SDKSpanProcessor):
             self._live.clear()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Nothing to flush: every event is written when its span starts or ends."""
+        """Write the events held for the recordings this processor writes into now (they are
+        written anyway at a root span's end, the recorder's next event, close, or within 50 ms:
+        see the module docstring)."""
+        with self._lock:
+            recorders = list(self._tools)
+        for rec in recorders:
+            try:
+                _sink(rec).flush()
+            except OSError:
+                log.exception("agentlog: could not write the held spans of run %s", rec.run_id)
+                return False
         return True
 
     # --- what was written ------------------------------------------------------------------------
@@ -197,6 +250,10 @@ class SpanProcessor(_SDKSpanProcessor):
         spans the recorder opens nest under the framework's)."""
         if not self.enabled:
             return None
+        if rec not in self._tools:  # the recorder opens a span (a tool's, maybe): see its calls from now on
+            with self._lock:
+                if rec not in self._tools:
+                    self._watch(rec, _sink(rec))
         context = trace.get_current_span().get_span_context()
         live = self._live.get(context.span_id) if context is not None else None
         return live.written.span_id if live is not None and live.rec is rec else None
@@ -229,39 +286,106 @@ class SpanProcessor(_SDKSpanProcessor):
             parent_id = own
             if parent is not None and _seq_of(parent.written.span_id) > _seq_of(own):
                 parent_id = parent.written.span_id
-            plain = from_sdk_span(span, end=False)
-            kind = span_kind(plain.attributes)
-            span_id = f"s{rec.next_seq}"
-            event = _emit(rec, Out.of(started(plain, parent=parent_id, ids=False, kind=kind)), span_id, None)
-            written = WrittenSpan(trace_id=plain.trace_id, otel_span_id=plain.span_id, span_id=span_id,
-                                  kind=kind, started_seq=event.seq)
-            self._live[context.span_id] = _Live(rec, written, span.parent.span_id if span.parent else None)
-            self._written.setdefault(rec.run_id, deque(maxlen=WRITTEN_KEPT)).append(written)
+            # the SDK span read once, straight into the body (no intermediate copy)
+            attributes = span.attributes or _NO_ATTRIBUTES
+            kind = span_kind(attributes) if attributes else "chain"
+            scope = span.instrumentation_scope
+            otel = {_OTEL_KIND: span.kind.name, _OTEL_SCOPE: scope.name if scope is not None else None}
+            body = started_of(span.name, attributes, otel, parent=parent_id, kind=kind)
+            sink = _sink(rec)
+            if rec not in self._tools:
+                self._watch(rec, sink)
+            span_id = f"s{sink.next_seq}"
+            root = parent is None
+            [event] = self._own(rec, sink, [Emit(body, rec.actor, None, span_id)], hold=True)
+            written = WrittenSpan(trace_id=f"{context.trace_id:032x}", otel_span_id=f"{context.span_id:016x}",
+                                  span_id=span_id, kind=kind, started_seq=event.seq)
+            self._live[context.span_id] = _Live(rec, written, span.parent.span_id if span.parent else None, root=root)
+            written_here = self._written.get(rec.run_id)
+            if written_here is None:
+                written_here = self._written[rec.run_id] = deque(maxlen=WRITTEN_KEPT)
+            written_here.append(written)
 
     def _end(self, span: ReadableSpan, live: _Live) -> None:
         rec, written = live.rec, live.written
-        written.kind = span_kind(span.attributes or {})
-        # a span that made no call and recorded no event needs only its status: skip the copy
-        full = written.kind in _CALLS or bool(span.events)
-        plain = from_sdk_span(span, copy=full, ids=(written.trace_id, written.otel_span_id))
+        attributes = span.attributes or _NO_ATTRIBUTES
+        written.kind = kind = span_kind(attributes) if attributes else "chain"
+        items: list[Emit | _Raw] = []
+        calls = 0
+        sink = _sink(rec)
         with self._lock:
-            covered = written.kind == LLM and live.covered
-            outs: Sequence[Out] = [] if covered else call_outs(plain, timed=False, kind=written.kind)
-            if written.kind == LLM and outs:
-                if self.join is not None:
-                    outs = self.join(rec, plain, outs)
-                self._cover(live)
-            request = None
-            for out in outs:
-                event = _emit(rec, out, written.span_id, request)
-                request = request if request is not None else event.seq
-                written.call_seqs.append(event.seq)
-            if plain.events:
-                for _, _, out in sorted(event_outs(plain), key=lambda item: item[:2]):
-                    _emit(rec, out, written.span_id, None)
-            last = ended(plain)
+            if kind in _CALLS or span.events:
+                plain = from_sdk_span(span, ids=(written.trace_id, written.otel_span_id))
+                covered = kind == LLM and live.covered
+                outs: Sequence[Out] = [] if covered else call_outs(plain, timed=False, kind=kind)
+                if kind == LLM and outs:
+                    if self.join is not None:
+                        outs = self.join(rec, plain, outs)
+                    self._cover(live)
+                elif kind == "tool" and outs and self._recorded_tool(rec, written.started_seq, outs[0].body):
+                    outs = []
+                if outs:  # the request first: its seq is what the answer is caused by
+                    [asked] = self._own(rec, sink, [_item(outs[0], rec, written.span_id, None)], hold=True)
+                    written.call_seqs.append(asked.seq)
+                    items.extend(_item(out, rec, written.span_id, asked.seq) for out in outs[1:])
+                calls = len(items)
+                if plain.events:
+                    for _, _, out in sorted(event_outs(plain), key=lambda item: item[:2]):
+                        items.append(_item(out, rec, written.span_id, None))
+            status = span.status
+            last = ended_of(span.name, attributes, status.status_code.value, status.description or None)
             if last is not None:
-                written.ended_seq = _emit(rec, Out.of(last), written.span_id, written.started_seq).seq
+                items.append(Emit(last, rec.actor, written.started_seq, written.span_id))
+            if items:
+                events = self._own(rec, sink, items, hold=not live.root)
+                written.call_seqs.extend(e.seq for e in events[:calls])
+                if last is not None:
+                    written.ended_seq = events[-1].seq
+            elif live.root:
+                sink.flush()
+
+    def _own(self, rec: Recorder, sink: Sink, items: Sequence[Emit | _Raw], *, hold: bool) -> list[Event]:
+        """Write the processor's own events (not taken for the recorder's tool calls)."""
+        self._local.writing = True
+        try:
+            return _write(rec, sink, items, hold=hold)
+        finally:
+            self._local.writing = False
+
+    def _watch(self, rec: Recorder, sink: Sink) -> None:
+        """See the tool calls the recorder writes into its run, to join a framework's tool span
+        to the call the recorder made (the sink's observer is wrapped: every event still goes
+        to the recorder first)."""
+        calls: deque[_ToolCall] = deque(maxlen=TOOL_CALLS_KEPT)
+        self._tools[rec] = calls
+        inner = sink.observer
+        local = self._local
+
+        def observe(event: Event) -> None:
+            if inner is not None:
+                inner(event)
+            if getattr(local, "writing", False):
+                return
+            if event.type == ToolCall.TYPE:
+                calls.append(_ToolCall(event.seq, str(event.payload.get(ToolCall.K.name))))
+            elif event.type == ToolResult.TYPE and event.caused_by is not None:
+                for call in reversed(calls):
+                    if call.seq == event.caused_by:
+                        call.done = True
+                        break
+
+        sink.observer = observe
+
+    def _recorded_tool(self, rec: Recorder, started: int, body: Body | None) -> bool:
+        """True when the recorder wrote this tool span's call (``body``) itself (see the module
+        docstring): the span writes none; the recorder's call is marked joined."""
+        if not isinstance(body, ToolCall):
+            return False
+        for recorded in self._tools.get(rec, ()):
+            if not recorded.joined and recorded.name == body.name and (recorded.seq > started or not recorded.done):
+                recorded.joined = True
+                return True
+        return False
 
     def _cover(self, live: _Live) -> None:
         """Mark every open ancestor of a span that wrote a model call: it is the same call."""
@@ -276,5 +400,55 @@ class SpanProcessor(_SDKSpanProcessor):
             node = above.parent
 
 
-def _emit(rec: Recorder, out: Out, span_id: str, caused_by: int | None) -> Any:
-    return rec.emit(out.type, out.payload, span_id=span_id, caused_by=caused_by, **dict(out.columns))
+_NO_ATTRIBUTES: Mapping[str, Any] = {}
+_OTEL_KIND, _OTEL_SCOPE = "kind", "scope"  # the keys of SpanStarted.otel, as spanmap.started writes them
+
+
+def _sink(rec: Recorder) -> Sink:
+    """The sink the recorder writes to (the processor writes batches straight into it)."""
+    sink: Sink = rec._sink  # the recorder (capture/recorder.py) has no public name for it yet
+    return sink
+
+
+class _Raw(NamedTuple):
+    """An event with no typed body (an exported agentlog event of another type), written alone."""
+
+    out: Out
+    span_id: str
+    caused_by: int | None
+
+
+def _item(out: Out, rec: Recorder, span_id: str, caused_by: int | None) -> Emit | _Raw:
+    """A typed event as the batch item it is; an exported event of another type as it came."""
+    if out.body is not None:
+        return Emit(out.body, rec.actor, caused_by, span_id)
+    return _Raw(out, span_id, caused_by)
+
+
+def _write(rec: Recorder, sink: Sink, items: Sequence[Emit | _Raw], *, hold: bool) -> list[Event]:
+    """Write ``items`` into the recorder's run: runs of typed bodies in one batch each (held
+    for a later write with ``hold``), anything else one event at a time."""
+    emit_many = getattr(sink, "emit_many", None)
+    events: list[Event] = []
+    batch: list[Emit] = []
+    for item in items:
+        if isinstance(item, Emit) and emit_many is not None:
+            batch.append(item)
+            continue
+        if batch:
+            events.extend(emit_many(batch, hold=True))  # type: ignore[misc]
+            batch = []
+        if isinstance(item, Emit):
+            events.append(rec.emit(item.body, actor=item.actor, caused_by=item.caused_by, span_id=item.span_id))
+        else:
+            out = item.out
+            events.append(rec.emit(out.type, out.payload, span_id=item.span_id, caused_by=item.caused_by,
+                                   **dict(out.columns)))
+    if batch:
+        assert emit_many is not None
+        events.extend(emit_many(batch, hold=hold))
+    elif not hold:
+        flush = getattr(sink, "flush", None)
+        if flush is not None:
+            flush()
+    return events

@@ -27,6 +27,7 @@ from .blobs import BYTES_MEDIA_TYPE, TEXT_MEDIA_TYPE
 __all__ = ["PayloadPreparer", "PreparedPayload"]
 
 _BINARY = (bytes, bytearray, memoryview)
+_URL_SCHEMES = ("http://", "https://")  # the text looks_like_url reads further
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +79,16 @@ class PayloadPreparer:
 
     def _mapping(self, obj: Mapping[Any, Any], path: str, new: list[tuple[BlobRef, bytes]],
                  refs: list[tuple[BlobRef, str]], schema: bool = False) -> dict[Any, Any]:
-        secret, walk = self.redactor.is_secret, self._walk
+        secret, walk, quick = self.redactor.is_secret, self._walk, self._quick
         out: dict[Any, Any] = {}
         for key, item in obj.items():
             if type(key) is str and secret(key) and not (schema and isinstance(item, Mapping)):
                 out[key] = MARKER
+                continue
+            t = type(item)  # the common scalars without a call: short text that is no URL, numbers
+            if (t is str and len(item) <= quick and not item.startswith(_URL_SCHEMES)) or t is int or item is None \
+                    or t is bool or t is float:
+                out[key] = item
             else:
                 out[key] = walk(item, path, key, new, refs)
         return out

@@ -14,10 +14,11 @@ import operator
 import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping
+import weakref
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Self
 
 from ..canonical import canonical_json
 from ..chain import chain_hash, event_body
@@ -40,13 +41,76 @@ if TYPE_CHECKING:
     from .run import Run
     from .store import Store
 
-__all__ = ["RunWriter"]
+__all__ = ["HOLD_MS", "Emit", "RunWriter"]
 
 #: Test seam for the crash tests: called with the name of each step of a seal as it is
 #: reached ("segment-written", "segment-renamed", "wal-rotated"). ``None`` in normal use.
 seal_hook: Callable[[str], None] | None = None
 
 Clock = Callable[[], float]
+
+#: At most this many milliseconds pass between :meth:`RunWriter.emit_many` holding a WAL line
+#: and a background thread writing it (if nothing else wrote it before).
+HOLD_MS: Final = 50.0
+
+
+class Emit(NamedTuple):
+    """One event for :meth:`RunWriter.emit_many`: a typed body and where it comes from."""
+
+    body: Body
+    """The event's typed body (checked when it was built)."""
+    actor: str | None = None
+    caused_by: int | None = None
+    span_id: str | None = None
+
+
+class _Staged(NamedTuple):
+    """An event checked, encoded and chained, not yet written."""
+
+    event: Event
+    row: tuple[Any, ...]
+    line: bytes
+    new_blobs: list[tuple[BlobRef, bytes]]
+
+
+class _Flusher:
+    """One daemon thread that writes the lines writers hold, at most :data:`HOLD_MS` after the
+    first of them was held (it sleeps while no writer holds any)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._writers: weakref.WeakSet[RunWriter] = weakref.WeakSet()
+        self._thread: threading.Thread | None = None
+
+    def due(self, writer: RunWriter) -> None:
+        """``writer`` just held a line after holding none: write it within :data:`HOLD_MS`."""
+        with self._cond:
+            if writer in self._writers:
+                return  # the next round writes it
+            self._writers.add(writer)
+            if len(self._writers) == 1:  # the thread waits for a first writer
+                if self._thread is None or not self._thread.is_alive():
+                    self._thread = threading.Thread(target=self._run, daemon=True, name="agentlog-held-lines")
+                    self._thread.start()
+                self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._writers:
+                    self._cond.wait()
+            time.sleep(HOLD_MS / 1000)
+            with self._cond:
+                writers = list(self._writers)
+                self._writers.clear()
+            for writer in writers:
+                try:
+                    writer.write_held()
+                except OSError:  # the lines stay held: the next append or close writes them, or raises
+                    pass
+
+
+_FLUSHER = _Flusher()
 
 
 class RunWriter:
@@ -66,7 +130,8 @@ class RunWriter:
         self._clock = clock
         self._segment_events = segment_events
         self._seq, self._head = seq, head
-        self._rows = rows  # the events in the WAL, not yet sealed
+        self._rows = rows  # the events in the WAL (or held for it), not yet sealed
+        self._held: list[bytes] = []  # WAL lines taken by emit_many(hold=True), not written yet
         self._mutex = threading.RLock()
         self._closed = False
         self._durable = durability is not Durability.NONE
@@ -102,7 +167,8 @@ class RunWriter:
 
     @property
     def run(self) -> Run:
-        """A reader of this run, as it is on disk now."""
+        """A reader of this run, as it is on disk now (held lines written first)."""
+        self.write_held()
         return self._store.run(self.id, exact=True)
 
     def __repr__(self) -> str:
@@ -194,6 +260,59 @@ class RunWriter:
                            duration_ms=event.duration_ms, at=(event.seq, event.ts),
                            expect=event.hash or None)
 
+    def emit_many(self, items: Iterable[Emit], *, hold: bool = False) -> list[Event]:
+        """Append several events built by typed bodies under one lock, with one WAL write.
+
+        The events get consecutive seqs and are chained exactly as the same bodies appended one
+        by one with :meth:`emit` would be (the ``ts`` of each is read from the clock as it is
+        staged). All or nothing: if one is refused (a bad field, a value with no canonical form)
+        none is written and no seq is used up.
+
+        Args:
+            items: :class:`Emit` tuples (a checked body and where it comes from); a
+                ``caused_by`` may name an earlier event of the same batch.
+            hold: keep the WAL lines in memory instead of writing them now: they are written
+                with the next append that does not hold, by :meth:`flush`, before a seal, at
+                :meth:`close`, and by a background thread at most :data:`HOLD_MS` ms after the
+                first of them was held. Until then a reader does not see them and a crash
+                loses them (they are not acknowledged); the seqs are taken at once, so events
+                appended later come after them on disk too. The live span processor holds the
+                events of spans inside a root span and writes them when the root span ends.
+
+        Returns:
+            The stored events, in order.
+
+        Raises:
+            RunClosedError, TypeError, CanonicalJSONError, InvalidBlobRefError,
+                BlobNotFoundError: as for :meth:`emit`, naming the seq of the refused event.
+            OSError: the WAL write failed (nothing of this batch is written; lines held
+                before stay held).
+
+        >>> import tempfile, agentlog as al
+        >>> from agentlog.events import SpanStarted, SpanEnded
+        >>> w = al.Store(tempfile.mkdtemp()).create_run(run_id="many", durability="none")
+        >>> [e.seq for e in w.emit_many([Emit(SpanStarted(name="plan", kind="chain"), span_id="s0"),
+        ...                              Emit(SpanEnded(name="plan"), span_id="s0", caused_by=0)])]
+        [0, 1]
+        >>> w.close()
+        """
+        with self._mutex:
+            staged: list[_Staged] = []
+            seq, head = self._seq, self._head
+            for item in items:
+                body = item.body
+                if not isinstance(body, Body):
+                    raise TypeError(f"run {self.id!r}, seq {seq}: emit_many takes typed bodies, got "
+                                    f"{_tname(body)}")
+                one = self._stage(body.TYPE, body.to_payload(), seq=seq, head=head, actor=item.actor,
+                                  caused_by=item.caused_by, span_id=item.span_id, checked=True,
+                                  **_usage_columns(body.columns()))
+                staged.append(one)
+                seq, head = seq + 1, one.event.hash
+            if staged:
+                self._commit(staged, hold=hold)
+            return [one.event for one in staged]
+
     def _write(self, type: str, payload: Mapping[str, Any] | None, *, actor: str | None,
                caused_by: int | None, span_id: str | None, model: str | None,
                input_tokens: int | None, output_tokens: int | None, cached_tokens: int | None,
@@ -203,80 +322,117 @@ class RunWriter:
         """The one append path: ``at`` = (seq, ts) of an event copied in, ``expect`` its hash,
         ``checked`` for a payload built by a body (already checked)."""
         with self._mutex:
-            if self._closed:
-                raise RunClosedError(self.id)
-            seq = self._seq
-            where = f"run {self.id!r}, seq {seq}"
-            if at is not None and at[0] != seq:
-                raise ValueError(f"run {self.id!r}: cannot append seq {at[0]!r}; the next seq is {seq}")
-            if payload is None:
-                payload = {}
-            elif not isinstance(payload, Mapping):
-                raise TypeError(f"{where}: payload must be a mapping, got {_tname(payload)}")
-            if not isinstance(type, str) or not type:
-                raise TypeError(f"{where}: type must be a non-empty str, got {type!r}")
-            if at is None and not checked:
-                payload = _current(type, payload, self.id, seq)  # a new event is written as today's
-            try:
-                prepared = self._prep.prepare(payload)
-            except InvalidBlobRefError as exc:
-                raise InvalidBlobRefError(exc.ref, f"{exc.where} ({where})") from None
-            try:
-                payload_json = canonical_json(prepared.value, path="payload")
-            except CanonicalJSONError as exc:
-                raise CanonicalJSONError(exc.path, f"{exc.problem} ({where})") from None
-            if not checked:  # a program's own event is strict; an imported one keeps extra keys
-                _check_body(type, prepared.value, self.id, seq, strict=at is None)
-            for ref, path in prepared.refs:
-                self._check_ref(ref, path, where)
-            actor = _text(actor, "actor", where)
-            span_id = _text(span_id, "span_id", where)
-            model = _text(model, "model", where)
-            _text(type, "type", where)
-            caused_by = _int(caused_by, "caused_by", where)
-            input_tokens = _int(input_tokens, "input_tokens", where)
-            output_tokens = _int(output_tokens, "output_tokens", where)
-            cached_tokens = _int(cached_tokens, "cached_tokens", where)
-            cost_usd = _real(cost_usd, "cost_usd", where)
-            duration_ms = _real(duration_ms, "duration_ms", where)
-            if caused_by is not None and not 0 <= caused_by < seq:
-                raise ValueError(f"{where}: caused_by {caused_by} is not an earlier seq")
-            ts = self._now() if at is None else _int(at[1], "ts", where)
-            if ts is None:
-                raise TypeError(f"{where}: ts must be an int (microseconds since the epoch), got None")
-            body = event_body(seq=seq, type=type, payload_json=payload_json, actor=actor,
-                              caused_by=caused_by, span_id=span_id, ts=ts, model=model,
-                              input_tokens=input_tokens, output_tokens=output_tokens,
-                              cached_tokens=cached_tokens, cost_usd=cost_usd,
-                              duration_ms=duration_ms)
-            digest = chain_hash(self._head, body)
-            if expect is not None and digest != expect:
-                raise ValueError(f"{where}: the event's hash {str(expect)[:12]}… differs from the "
-                                 f"chain hash {digest[:12]}… (the event or an earlier one was changed)")
-            # Blobs first: an event on disk never names a blob that is not.
-            for ref, raw in prepared.new_blobs:
+            staged = self._stage(type, payload, seq=self._seq, head=self._head, actor=actor,
+                                 caused_by=caused_by, span_id=span_id, model=model,
+                                 input_tokens=input_tokens, output_tokens=output_tokens,
+                                 cached_tokens=cached_tokens, cost_usd=cost_usd,
+                                 duration_ms=duration_ms, at=at, expect=expect, checked=checked)
+            self._commit([staged], hold=False)
+            return staged.event
+
+    def _stage(self, type: str, payload: Mapping[str, Any] | None, *, seq: int, head: str,
+               actor: str | None, caused_by: int | None, span_id: str | None, model: str | None,
+               input_tokens: int | None, output_tokens: int | None, cached_tokens: int | None,
+               cost_usd: float | None, duration_ms: float | None,
+               at: tuple[int, int] | None = None, expect: str | None = None,
+               checked: bool = False) -> _Staged:
+        """Check, encode and chain one event as seq ``seq`` after hash ``head``; nothing is
+        written and the writer's state is not changed."""
+        if self._closed:
+            raise RunClosedError(self.id)
+        where = f"run {self.id!r}, seq {seq}"
+        if at is not None and at[0] != seq:
+            raise ValueError(f"run {self.id!r}: cannot append seq {at[0]!r}; the next seq is {seq}")
+        if payload is None:
+            payload = {}
+        elif not isinstance(payload, Mapping):
+            raise TypeError(f"{where}: payload must be a mapping, got {_tname(payload)}")
+        if not isinstance(type, str) or not type:
+            raise TypeError(f"{where}: type must be a non-empty str, got {type!r}")
+        if at is None and not checked:
+            payload = _current(type, payload, self.id, seq)  # a new event is written as today's
+        try:
+            prepared = self._prep.prepare(payload)
+        except InvalidBlobRefError as exc:
+            raise InvalidBlobRefError(exc.ref, f"{exc.where} ({where})") from None
+        try:
+            payload_json = canonical_json(prepared.value, path="payload")
+        except CanonicalJSONError as exc:
+            raise CanonicalJSONError(exc.path, f"{exc.problem} ({where})") from None
+        if not checked:  # a program's own event is strict; an imported one keeps extra keys
+            _check_body(type, prepared.value, self.id, seq, strict=at is None)
+        for ref, path in prepared.refs:
+            self._check_ref(ref, path, where)
+        actor = _text(actor, "actor", where)
+        span_id = _text(span_id, "span_id", where)
+        model = _text(model, "model", where)
+        _text(type, "type", where)
+        caused_by = _int(caused_by, "caused_by", where)
+        input_tokens = _int(input_tokens, "input_tokens", where)
+        output_tokens = _int(output_tokens, "output_tokens", where)
+        cached_tokens = _int(cached_tokens, "cached_tokens", where)
+        cost_usd = _real(cost_usd, "cost_usd", where)
+        duration_ms = _real(duration_ms, "duration_ms", where)
+        if caused_by is not None and not 0 <= caused_by < seq:
+            raise ValueError(f"{where}: caused_by {caused_by} is not an earlier seq")
+        ts = self._now() if at is None else _int(at[1], "ts", where)
+        if ts is None:
+            raise TypeError(f"{where}: ts must be an int (microseconds since the epoch), got None")
+        body = event_body(seq=seq, type=type, payload_json=payload_json, actor=actor,
+                          caused_by=caused_by, span_id=span_id, ts=ts, model=model,
+                          input_tokens=input_tokens, output_tokens=output_tokens,
+                          cached_tokens=cached_tokens, cost_usd=cost_usd,
+                          duration_ms=duration_ms)
+        digest = chain_hash(head, body)
+        if expect is not None and digest != expect:
+            raise ValueError(f"{where}: the event's hash {str(expect)[:12]}… differs from the "
+                             f"chain hash {digest[:12]}… (the event or an earlier one was changed)")
+        row = (seq, type, actor, caused_by, span_id, ts, payload_json, model, input_tokens,
+               output_tokens, cached_tokens, cost_usd, duration_ms, digest)
+        event = Event(seq=seq, type=type, payload=prepared.value, actor=actor,
+                      caused_by=caused_by, span_id=span_id, ts=ts, model=model,
+                      input_tokens=input_tokens, output_tokens=output_tokens,
+                      cached_tokens=cached_tokens, cost_usd=cost_usd,
+                      duration_ms=duration_ms, hash=digest)
+        return _Staged(event, row, encode_line(digest, body), prepared.new_blobs)
+
+    def _commit(self, staged: list[_Staged], *, hold: bool) -> None:
+        """Store the blobs, write (or hold) the WAL lines of ``staged`` (after any lines held
+        before), then take their seqs; seal when the segment is full."""
+        # Blobs first: an event on disk never names a blob that is not.
+        for one in staged:
+            for ref, raw in one.new_blobs:
                 self._store.blobs.write(ref.digest, raw, durable=self._durable)
                 self._stored_blob(ref)
-            self._wal.append(encode_line(digest, body))
-            self._rows.append((seq, type, actor, caused_by, span_id, ts, payload_json, model,
-                               input_tokens, output_tokens, cached_tokens, cost_usd,
-                               duration_ms, digest))
-            self._seq, self._head = seq + 1, digest
-            if len(self._rows) >= self._segment_events:
-                try:
-                    self._seal()
-                    self._sealed(closing=False)
-                except OSError as exc:
-                    # The event is safe in the WAL; raising would invite a retry, and so a
-                    # duplicate. The next emit tries the seal again, and close() raises.
-                    warnings.warn(f"run {self.id!r}: sealing a segment failed ({exc}); the "
-                                  "events stay in the WAL and the seal is retried",
-                                  RuntimeWarning, stacklevel=2)
-            return Event(seq=seq, type=type, payload=prepared.value, actor=actor,
-                         caused_by=caused_by, span_id=span_id, ts=ts, model=model,
-                         input_tokens=input_tokens, output_tokens=output_tokens,
-                         cached_tokens=cached_tokens, cost_usd=cost_usd,
-                         duration_ms=duration_ms, hash=digest)
+        lines = b"".join(one.line for one in staged)
+        if hold:
+            if not self._held:
+                _FLUSHER.due(self)
+            self._held.append(lines)
+        else:
+            self._wal.append(b"".join(self._held) + lines if self._held else lines)
+            self._held = []
+        self._rows.extend(one.row for one in staged)
+        last = staged[-1].event
+        self._seq, self._head = last.seq + 1, last.hash
+        if len(self._rows) >= self._segment_events:
+            try:
+                self._seal()
+                self._sealed(closing=False)
+            except OSError as exc:
+                # The event is safe in the WAL; raising would invite a retry, and so a
+                # duplicate. The next emit tries the seal again, and close() raises.
+                warnings.warn(f"run {self.id!r}: sealing a segment failed ({exc}); the "
+                              "events stay in the WAL and the seal is retried",
+                              RuntimeWarning, stacklevel=3)
+
+    def write_held(self) -> None:
+        """Write the WAL lines held by :meth:`emit_many` (``hold=True``), if any, with the
+        run's durability."""
+        with self._mutex:
+            if self._held and not self._closed:
+                self._wal.append(b"".join(self._held))
+                self._held = []
 
     def put_blob(self, data: bytes | str, media_type: str | None = None) -> BlobRef:
         """Store bytes or text as a blob of this store and return its :class:`BlobRef`.
@@ -291,8 +447,10 @@ class RunWriter:
         return ref
 
     def flush(self) -> None:
-        """Commit the WAL now (``batch``: the pending group; ``fsync``: already done)."""
+        """Write the lines :meth:`emit_many` held, and commit the WAL now (``batch``: the
+        pending group; ``fsync``: already done)."""
         with self._mutex:
+            self.write_held()
             if not self._closed and self._durable:
                 self._wal.commit()
 
@@ -356,6 +514,9 @@ class RunWriter:
 
     def _seal(self, *, rotate: bool = True) -> None:
         """WAL → segment: commit the WAL, write the segment, then start a new WAL."""
+        if self._held:
+            self._wal.append(b"".join(self._held))
+            self._held = []
         if self._rows:
             if self._durable:
                 self._wal.commit()  # the WAL is the truth until the segment is in place

@@ -89,6 +89,34 @@ def test_a_langgraph_agent_recorded_replayed_and_forked(server: LLMServer, store
     assert "api cpu=0.1" in str(changes)
 
 
+def test_a_langgraph_agent_with_its_spans_counts_each_call_once(server: LLMServer, store: Any) -> None:
+    """LangGraph traced by the OpenInference LangChain instrumentor: its TOOL span around the
+    @al.tool tool and its LLM spans around the transport's calls are one row each."""
+    handle = al.instrument(instrumentors=["openinference-instrumentation-langchain"])
+    try:
+        graph = _langgraph_agent(server)
+
+        def program(rec: Any) -> str:
+            state = graph.invoke({"messages": [("user", QUESTION)]})
+            return str(state["messages"][-1].content)
+
+        run = al.record(program, store=store, name="langgraph-traced")
+        assert run.status == "finished", run.status
+        _check_calls(run, 2)
+        written = handle.processor.written(run.id)
+        assert sum(1 for w in written if w.kind == "llm") == 2
+        calls = [e for e in run.iter_events() if e.type == "tool.call"]
+        assert [(c.payload["name"], c.payload["args"]) for c in calls] == [("status", {"service": "api"})]
+        assert [e.payload["result"] for e in run.iter_events() if e.type == "tool.result"] == ["api cpu=0.9"]
+        [traced] = [w for w in written if w.kind == "tool"]
+        assert traced.call_seqs == []  # LangChain's TOOL span is @al.tool's call, not a second one
+        assert traced.ended_seq is not None and traced.started_seq < calls[0].seq < traced.ended_seq
+        assert al.replay(program, run).ok
+        assert len(server.requests) == 2
+    finally:
+        handle.uninstrument()
+
+
 # --- the OpenAI Agents SDK ----------------------------------------------------------------------
 
 
@@ -149,7 +177,17 @@ def test_an_agents_sdk_agent_with_its_spans_counts_each_call_once(instrumented: 
 
     run = al.record(program, store=store, name="agents-sdk-traced")
     _check_calls(run, 2)  # the SDK's spans, the OpenAI instrumentor's and the transport: one row each
-    kinds = {(w.kind, len(w.call_seqs)) for w in instrumented.processor.written(run.id)}
+    written = instrumented.processor.written(run.id)
+    kinds = {(w.kind, len(w.call_seqs)) for w in written}
     assert ("agent", 0) in kinds and ("llm", 0) in kinds and ("llm", 2) not in kinds
+    # the tool, traced by the SDK's function span and recorded by @al.tool: one tool row
+    calls = [e for e in run.iter_events() if e.type == "tool.call"]
+    results = [e for e in run.iter_events() if e.type == "tool.result"]
+    assert [(c.payload["name"], c.payload["args"]) for c in calls] == [("status", {"service": "api"})]
+    assert [r.payload["result"] for r in results] == ["api cpu=0.9"] and results[0].caused_by == calls[0].seq
+    [sdk_tool] = [w for w in written if w.kind == "tool"]
+    assert sdk_tool.call_seqs == []  # the SDK's span wrote no call of its own: it is @al.tool's
+    tool_span = run.event(int(calls[0].span_id[1:]))  # @al.tool's span, inside the SDK's function span
+    assert tool_span.type == "span.started" and tool_span.payload["parent"] == sdk_tool.span_id
     assert al.replay(program, run).ok
     assert len(server.requests) == 2

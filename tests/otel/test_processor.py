@@ -177,7 +177,7 @@ def test_instrument_turns_on_the_openinference_instrumentors_only() -> None:
 
     handle = al.instrument()
     try:
-        assert set(handle.instrumented) == {"openai", "openai_agents"}  # this environment's
+        assert set(handle.instrumented) == {"openai", "openai_agents", "langchain"}  # this environment's
         assert not GenAIOpenAIInstrumentor().is_instrumented_by_opentelemetry  # opentelemetry group: by name
     finally:
         handle.uninstrument()
@@ -210,3 +210,106 @@ def test_a_span_that_outlives_its_recording_loses_only_its_end(instrumented: Any
     types = [e.type for e in store.run(rec.run_id).iter_events()]
     assert types == ["run.started", "span.started", "run.finished"]
     assert not [r for r in caplog.records if r.levelname in ("ERROR", "WARNING")]
+
+
+def test_spans_under_a_root_are_held_briefly_and_the_root_end_writes_them(store: Any) -> None:
+    import time
+
+    from opentelemetry.sdk.trace import TracerProvider
+
+    provider = TracerProvider()
+    provider.add_span_processor(al.otel.SpanProcessor())
+    tracer = provider.get_tracer("held")
+
+    def on_disk(run_id: str) -> list[str]:
+        return [e.type for e in al.Store(store.path).run(run_id).iter_events()]  # another reader
+
+    with al.recording(store=store, name="held") as rec:
+        with tracer.start_as_current_span("flat"):
+            pass
+        assert on_disk(rec.run_id)[-2:] == ["span.started", "span.ended"]  # a root span: written at its end
+        with tracer.start_as_current_span("agent"):
+            for i in range(3):
+                with tracer.start_as_current_span(f"step {i}"):
+                    pass
+            deadline = time.monotonic() + 30  # held for one write: the writer's thread writes them
+            while on_disk(rec.run_id).count("span.ended") < 4 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert on_disk(rec.run_id).count("span.ended") == 4  # the steps, while the agent span is open
+        assert on_disk(rec.run_id).count("span.ended") == 5  # the root's end wrote at once
+    run = store.run(rec.run_id)
+    assert run.verify().ok
+    assert _spans(run) == [("flat", "chain", None), ("agent", "chain", None)] + [
+        (f"step {i}", "chain", "agent") for i in range(3)]
+
+
+def test_a_tool_traced_by_a_framework_and_recorded_by_al_tool_is_one_row(instrumented: Any, store: Any) -> None:
+    import json
+
+    processor = instrumented.processor
+    tracer = instrumented.provider.get_tracer("tools")
+
+    @al.tool
+    def lookup(service: str) -> str:
+        return f"{service} ok"
+
+    def traced(convention: str, service: str, inner: bool = True) -> Any:
+        """A framework's tool span (OpenInference TOOL or GenAI execute_tool) around the tool."""
+        attributes = ({"openinference.span.kind": "TOOL", "tool.name": "lookup",
+                       "input.value": json.dumps({"service": service})} if convention == "oi" else
+                      {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup",
+                       "gen_ai.tool.call.arguments": json.dumps({"service": service})})
+        with tracer.start_as_current_span("lookup", attributes=attributes) as span:
+            result = lookup(service) if inner else f"{service} ok"
+            span.set_attribute("output.value" if convention == "oi" else "gen_ai.tool.call.result", result)
+        return result
+
+    def program(rec: Any) -> list[str]:
+        out = [traced("oi", "api"), traced("genai", "db")]
+        with rec.span("plain", kind="agent"):
+            out.append(traced("oi", "web", inner=False))  # traced only: the span's call is the row
+        return out
+
+    run = al.record(program, store=store, name="tools")
+    calls = [e for e in run.iter_events() if e.type == "tool.call"]
+    results = [e for e in run.iter_events() if e.type == "tool.result"]
+    assert [c.payload["args"]["service"] for c in calls] == ["api", "db", "web"]
+    assert [r.payload["result"] for r in results] == ["api ok", "db ok", "web ok"]
+    assert [r.caused_by for r in results] == [c.seq for c in calls]
+    tool_spans = [w for w in processor.written(run.id) if w.kind == "tool"]
+    assert [len(w.call_seqs) for w in tool_spans] == [0, 0, 2]  # only the traced-only span wrote its call
+    for call, span in zip(calls[:2], tool_spans, strict=False):  # @al.tool's span nests under the framework's
+        assert run.event(int(call.span_id[1:])).payload["parent"] == span.span_id
+    assert run.verify().ok
+    assert al.replay(program, run).ok  # the replay joins them the same way
+
+    # the other nesting: a framework's tool span inside the recorded tool (what runs inside a
+    # recorded tool is not run again on replay, so this one is not replayed)
+    with al.recording(store=store, name="inside") as rec:
+        assert al.tool(name="lookup")(lambda service: traced("oi", service, inner=False))("cache") == "cache ok"
+    inside = store.run(rec.run_id)
+    assert [e.type for e in inside.iter_events()].count("tool.call") == 1
+    assert [e.payload["result"] for e in inside.iter_events() if e.type == "tool.result"] == ["cache ok"]
+    [span] = [w for w in processor.written(rec.run_id) if w.kind == "tool"]
+    assert span.call_seqs == []
+
+
+def test_force_flush_writes_the_held_spans(store: Any, monkeypatch: Any) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from agentlog.store import writer
+
+    monkeypatch.setattr(writer._FLUSHER, "due", lambda w: None)  # no background write in this test
+    provider = TracerProvider()
+    provider.add_span_processor(al.otel.SpanProcessor())
+    tracer = provider.get_tracer("flush")
+
+    def on_disk(run_id: str) -> list[str]:
+        return [e.type for e in al.Store(store.path).run(run_id).iter_events()]
+
+    with al.recording(store=store, name="flush", durability="none") as rec, tracer.start_as_current_span("agent"):
+        with tracer.start_as_current_span("step"):
+            pass
+        assert on_disk(rec.run_id) == ["run.started"]  # held
+        assert provider.force_flush()
+        assert on_disk(rec.run_id) == ["run.started", "span.started", "span.started", "span.ended"]

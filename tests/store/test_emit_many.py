@@ -1,0 +1,139 @@
+"""RunWriter.emit_many: several typed events under one lock and one WAL write, chained exactly as
+the same events appended one by one; all or nothing; lines held (``hold=True``) are written
+later, in seq order, by the next write, flush, seal, close or the background thread."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _store_helpers import PYTHON, FixedClock, child_env
+
+from agentlog.errors import CanonicalJSONError
+from agentlog.events import LLMRequest, LLMResponse, Note, SpanEnded, SpanStarted, Usage
+from agentlog.store import Store
+from agentlog.store.writer import Emit
+
+
+def _note(text: str) -> Note:
+    return Note(extra={"text": text})
+
+
+def _events(i: int) -> list[Emit]:
+    """A span with a model call inside: four typed events, one with a long (blob) text."""
+    base = 4 * i
+    sid = f"s{base}"
+    return [
+        Emit(SpanStarted(name=f"step {i}", kind="llm", attributes={"n": i, "tags": ["a", "b"]},
+                         otel={"kind": "INTERNAL", "scope": "t"}), span_id=sid),
+        Emit(LLMRequest(key=f"k{i}", model="m", messages=[{"role": "user", "content": "hi"}], params={}),
+             actor="agent", span_id=sid),
+        Emit(LLMResponse(key=f"k{i}", model="m", message={"role": "assistant", "content": "x" * (70000 * (i % 2))},
+                         usage=Usage(input_tokens=3, output_tokens=2), cost_usd=0.25, duration_ms=1.5),
+             actor="agent", caused_by=base + 1, span_id=sid),
+        Emit(SpanEnded(name=f"step {i}", status="error" if i % 3 else "ok", error="boom" if i % 3 else None),
+             caused_by=base, span_id=sid),
+    ]
+
+
+def _rows(store: Store, run_id: str) -> list[tuple[Any, ...]]:
+    return [(e.seq, e.type, e.ts, e.hash, e.caused_by, e.span_id, e.cost_usd) for e in store.run(run_id).iter_events()]
+
+
+def test_a_batch_chains_exactly_as_one_at_a_time(tmp_path: Path) -> None:
+    one, many = Store(tmp_path / "one"), Store(tmp_path / "many")
+    w1 = one.create_run(run_id="r", durability="none", clock=FixedClock(), segment_events=7)
+    for i in range(6):
+        for item in _events(i):
+            w1.emit(item.body, actor=item.actor, caused_by=item.caused_by, span_id=item.span_id)
+    w1.close()
+    w2 = many.create_run(run_id="r", durability="none", clock=FixedClock(), segment_events=7)
+    for i in range(6):  # whole batches, held ones, and single events, across seals (7 events each)
+        items = _events(i)
+        if i % 3 == 0:
+            w2.emit_many(items)
+        elif i % 3 == 1:
+            w2.emit_many(items[:3], hold=True)
+            w2.emit_many(items[3:], hold=True)
+        else:
+            for item in items:
+                w2.emit_many([item])
+    w2.close()
+    assert _rows(many, "r") == _rows(one, "r")
+    assert many.run("r").head == one.run("r").head and many.run("r").verify().ok
+    [blob] = {e.payload["message"]["content"].digest for e in many.run("r").iter_events()
+              if e.type == "llm.response" and not isinstance(e.payload["message"]["content"], str)}
+    assert many.blobs.path(blob).exists()
+
+
+def test_a_refused_event_writes_nothing_of_its_batch(store: Store) -> None:
+    w = store.create_run(run_id="r", durability="none")
+    w.emit(_note("before"))
+    bad = SpanStarted(name="x", kind="chain", attributes={"v": object()})  # no JSON form
+    with pytest.raises(CanonicalJSONError, match=r"run 'r', seq 3"):
+        w.emit_many([Emit(_note("a")), Emit(_note("b")), Emit(bad)])
+    assert w.seq == 1 and len(w.run) == 1
+    with pytest.raises(TypeError, match="typed bodies"):
+        w.emit_many([Emit("note")])  # type: ignore[arg-type]
+    assert [e.seq for e in w.emit_many([Emit(_note("after"))])] == [1]
+    w.close()
+    assert [e.payload["text"] for e in store.run("r").iter_events()] == ["before", "after"]
+
+
+def test_held_lines_are_written_in_order_by_the_next_write(store: Store) -> None:
+    w = store.create_run(run_id="r", durability="fsync")
+    held = w.emit_many([Emit(_note("held 1")), Emit(_note("held 2"))], hold=True)
+    assert [e.seq for e in held] == [0, 1] and w.seq == 2
+    assert len(Store(store.path).run("r")) == 0  # not on disk yet: not acknowledged
+    w.emit(_note("written"))  # writes what was held first, then its own line
+    events = list(Store(store.path).run("r").iter_events())
+    assert [e.payload["text"] for e in events] == ["held 1", "held 2", "written"]
+    w.emit_many([Emit(_note("held 3"))], hold=True)
+    w.flush()
+    assert len(Store(store.path).run("r")) == 4
+    w.emit_many([Emit(_note("held at close"))], hold=True)
+    w.close()
+    run = store.run("r")
+    assert len(run) == 5 and run.verify().ok
+
+
+def test_held_lines_reach_the_disk_without_another_write(store: Store) -> None:
+    w = store.create_run(run_id="r", durability="none")
+    w.emit_many([Emit(_note("held"))], hold=True)
+    reader = Store(store.path)
+    deadline = time.monotonic() + 30  # the background thread writes them (HOLD_MS after)
+    while len(reader.run("r")) == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [e.payload["text"] for e in reader.run("r").iter_events()] == ["held"]
+    w.close()
+
+
+_CHILD = r"""
+import os, sys
+from agentlog.events import Note
+from agentlog.store import Store
+def _note(text): return Note(extra={"text": text})
+from agentlog.store.writer import Emit
+w = Store(sys.argv[1]).create_run(run_id="r", durability="fsync")
+w.emit_many([Emit(_note("held, then written")), Emit(_note("and this"))], hold=True)
+print(w.emit(_note("acknowledged")).seq, flush=True)
+w.emit_many([Emit(_note("held when the process died"))], hold=True)
+os._exit(0)
+"""
+
+
+def test_a_crash_loses_only_lines_still_held(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    out = subprocess.run([PYTHON, "-c", _CHILD, str(path)], capture_output=True, text=True,
+                         env=child_env(), check=True, timeout=120)
+    assert out.stdout.split() == ["2"]
+    store = Store(path)
+    w = store.writer("r")  # recovers the run the process left
+    assert w.seq == 3
+    w.close()
+    run = store.run("r")
+    assert [e.payload["text"] for e in run.iter_events()] == ["held, then written", "and this", "acknowledged"]
+    assert run.verify().ok
