@@ -55,7 +55,7 @@ from fold import generate_mixed, generate_simple
 
 from agentlog.folding import Reducers, SnapshotIndex
 from agentlog.store import Store
-from agentlog.store.checkpoints import build_checkpoints
+from agentlog.store.checkpoints import EVERY, build_checkpoints
 
 STANDARD = Reducers.standard()
 
@@ -155,11 +155,11 @@ print(json.dumps({"held_mb": held / 2**20, "final_state_mb": alone / 2**20}))
 """
 
 
-def checkpoints(root: Path, name: str, events: list[Any], trials: int) -> dict[str, Any]:
+def checkpoints(root: Path, name: str, events: list[Any], trials: int, every: int | None) -> dict[str, Any]:
     """Checkpoints of the run ``root / name`` (written by ``write_run``), then random access."""
     run = Store(root / name).run("r")
     t = time.perf_counter()
-    written = build_checkpoints(run, STANDARD)
+    written = build_checkpoints(run, STANDARD, every=every)
     build_s = time.perf_counter() - t
     ck = du(run.path / "checkpoints", "*")
     seg = du(run.path, "events-*.parquet")
@@ -188,7 +188,7 @@ def checkpoints(root: Path, name: str, events: list[Any], trials: int) -> dict[s
         f"(CPU {statistics.median(cpu):.0f} / {cpu[max(0, int(len(cpu) * 0.99) - 1)]:.0f} ms) "
         f"(imports {statistics.median(imports):.0f} ms); held {mem['held_mb']:.1f} MB vs final state "
         f"{mem['final_state_mb']:.1f} MB")
-    return {"events": len(events), "checkpoints": len(written), "build_s": round(build_s, 2),
+    return {"events": len(events), "every": every or EVERY, "checkpoints": len(written), "build_s": round(build_s, 2),
             "checkpoint_bytes": ck, "segment_bytes": seg, "checkpoint_over_segments": round(ck / seg, 3),
             "state_at_random_processes": trials,
             "state_at_random_median_ms": round(median, 1), "state_at_random_p99_ms": round(p99, 1),
@@ -244,10 +244,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", choices=("open_and_fold", "checkpoints", "activegraph"))
+    parser.add_argument("--every", type=int, default=None,
+                        help="events between checkpoints (default: agentlog's, 16,384)")
+    parser.add_argument("--trials", type=int, default=None,
+                        help="random-access processes per workload (default 200; 30 with --quick)")
     args = parser.parse_args()
     n = 100_000 if args.quick else 1_000_000
     ag_n = 10_000 if args.quick else 100_000
-    trials = 30 if args.quick else 200
+    trials = args.trials or (30 if args.quick else 200)
     want = (lambda part: args.only in (None, part))
     compile_package()
     out: dict[str, Any] = {"bench": "fresh", "quick": args.quick, "loadavg_at_start": round(os.getloadavg()[0], 2)}
@@ -264,7 +268,7 @@ def main() -> None:
             if want("open_and_fold"):
                 out[f"open_and_fold_{name}"] = open_and_fold(root, name, events)
             if want("checkpoints"):
-                out[f"checkpoints_{name}"] = checkpoints(root, name, events, trials)
+                out[f"checkpoints_{name}"] = checkpoints(root, name, events, trials, args.every)
             del events
             gc.collect()
         if want("activegraph"):
