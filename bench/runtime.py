@@ -29,7 +29,9 @@ tool. Figures:
     call too, steadier than wall time on a shared machine). The recording
     checkpointed its state as it went and at close; the same run with its checkpoints
     deleted (the path before checkpoints: fold from event 0) is resumed the same way, as the
-    baseline.
+    baseline. Beside it, as a breakdown, the same call in a process that imported the
+    modules it loads on first use (the capture runtime, its HTTP transport, the checkpoint
+    reader) before the clock started.
 ``fork``
     a 166,667-step run (1,000,004 events): ``al.fork`` at its middle event with an
     ``al.AgentProgram`` (fold + continue) and an edit after which the agent finishes, so the
@@ -230,6 +232,8 @@ t = time.perf_counter()
 sys.path.insert(0, sys.argv[2])
 import runtime as rb
 import agentlog as al
+if len(sys.argv) > 3:  # the breakdown: what the call costs once the modules it loads are in
+    import agentlog.capture.runtime, agentlog.capture.transport, agentlog.store.checkpoints, httpx
 c, cc = time.perf_counter(), time.process_time()
 done = al.resume("long", rb.BenchAgent(), model=rb.model, tools={"work": rb.work}, store=sys.argv[1],
                  durability="fsync")
@@ -266,13 +270,15 @@ def _fresh(script: str, *args: str) -> dict[str, float]:
     return figures
 
 
-def _resume(store: Path) -> dict[str, float]:
-    """``al.resume`` in a new process on a copy of the approved run (a resume finishes it)."""
+def _resume(store: Path, *, preimported: bool = False) -> dict[str, float]:
+    """``al.resume`` in a new process on a copy of the approved run (a resume finishes it);
+    ``preimported``: with the modules the call imports on first use loaded before the clock
+    starts (a breakdown, not the user's figure)."""
     copy = store.with_name(store.name + "-copy")
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(store, copy)
     try:
-        return _fresh(RESUME, str(copy), str(Path(__file__).parent))
+        return _fresh(RESUME, str(copy), str(Path(__file__).parent), *(["pre"] if preimported else []))
     finally:
         shutil.rmtree(copy, ignore_errors=True)
 
@@ -287,12 +293,15 @@ def resume_long(root: Path, steps: int) -> dict[str, Any]:
     for folder in (root / "resume-before" / "runs").glob("*/checkpoints"):
         shutil.rmtree(folder)
     after = [_resume(root / "resume") for _ in range(3)]
+    warm = [_resume(root / "resume", preimported=True) for _ in range(3)]
     before = [_resume(root / "resume-before") for _ in range(3)]
     med = (lambda xs, k: statistics.median(x[k] for x in xs))
     log(f"resume in a new process: {med(after, 'call_ms'):.0f} ms (imports {med(after, 'imports_ms'):.0f} ms); "
         f"without checkpoints {med(before, 'call_ms'):.0f} ms")
     return {"steps": steps, "events": len(run), "resume_ms": round(med(after, "call_ms"), 1),
             "resume_cpu_ms": round(med(after, "call_cpu_ms"), 1),
+            "resume_modules_preloaded_ms": round(med(warm, "call_ms"), 1),
+            "resume_modules_preloaded_cpu_ms": round(med(warm, "call_cpu_ms"), 1),
             "imports_ms": round(med(after, "imports_ms"), 1),
             "without_checkpoints_resume_ms": round(med(before, "call_ms"), 1),
             "resume_ratio_after_over_before": round(med(after, "call_ms") / med(before, "call_ms"), 4)}
@@ -335,6 +344,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
     parser.add_argument("--drangue-10k", action="store_true", help="also run drangue at 10,000 steps (~20 min)")
     parser.add_argument("--only-resume", action="store_true", help="only the resume and fork figures")
+    parser.add_argument("--no-fork", action="store_true", help="with --only-resume: the resume figure alone")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="agentlog-bench-runtime-"))
     try:
@@ -342,8 +352,9 @@ def main() -> None:
                                    "loadavg_at_start": round(os.getloadavg()[0], 2)}
         if args.only_resume:
             figures["resume"] = resume_long(root, 10_000 if args.quick else 100_000)
-            figures["fork"] = fork_middle(root, 10_000 if args.quick else 166_667)
-            figures["targets"] = _targets(figures)
+            if not args.no_fork:
+                figures["fork"] = fork_middle(root, 10_000 if args.quick else 166_667)
+                figures["targets"] = _targets(figures)
             figures["loadavg_at_end"] = round(os.getloadavg()[0], 2)
             print(json.dumps(figures))
             return
