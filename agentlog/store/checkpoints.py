@@ -58,11 +58,13 @@ FORMAT: Final = 1
 """The checkpoint format this agentlog writes and reads."""
 BLOCK: Final = 64 * 1024
 """Node records are compressed in blocks of about this many bytes."""
-CACHE_BYTES: Final = 4 * 2**20
+CACHE_BYTES: Final = 2**20
 """Decompressed blocks a reader keeps (least recently used first out). A node is decoded once
 and then lives in the state that holds it; the cache only saves decompressing a block again
-for the next few nodes the fold reads from it, so a few dozen blocks do (a large cache would
-hold the checkpoints' bytes beside the nodes made of them: 64 MiB did)."""
+for the next few nodes the fold reads from it, so sixteen blocks do. A large cache holds the
+checkpoints' bytes beside the nodes made of them: 4 MiB of blocks was most of what a run held
+after 50 random ``state_at`` on the 1M-event *simple* run of ``bench/fresh.py`` (2.2x its final
+state; 1 MiB: 1.35x, no slower), and 64 MiB before that."""
 EVERY: Final = 16_384
 """Events between the checkpoints a recording writes (besides one at each seal), and the
 default of ``agentlog checkpoint``: the first ``state_at(n)`` in a new process folds at most
