@@ -3,7 +3,10 @@
     python bench/fresh.py [--quick]
 
 Every figure times the public call a user makes, in a new Python process (imports done, page
-cache warm), against a baseline measured in this process (medians of 3 on both sides):
+cache warm, agentlog's bytecode written first: :func:`compile_package`), against a baseline
+measured in this process (medians of 3 on both sides). Random access reports wall and CPU
+time (``time.process_time``: on a machine shared with other work the CPU figure is the
+steadier one), and the load average at the start and end of the run:
 
 ``open_and_fold``
     ``al.Store(p).run(id).state_at(last)`` on a run of ``state.patch`` events (the ``simple``
@@ -17,7 +20,9 @@ cache warm), against a baseline measured in this process (medians of 3 on both s
     ``al.Store(p).run(id).state_at(n)`` for random n, **each in a new Python process** (the
     call timed after the imports; the imports' time reported beside): median and p99; and,
     in one more process, the memory (tracemalloc) held after ``state_at`` of 50 random n on
-    one run object, against the final state alone (folded from the run's events).
+    one run object, against the final state alone (folded from the run's events). The count
+    starts after the store and the run are open and the modules ``state_at`` uses are
+    imported: it is what the run holds (states, kept snapshots, caches), not the imports.
 ``activegraph``
     ActiveGraph's own workload, side by side with activegraph (a ``bench`` extra): N events
     alternating ``object.created`` and an update of that object (ActiveGraph's
@@ -50,13 +55,23 @@ from fold import generate_mixed, generate_simple
 
 from agentlog.folding import Reducers, SnapshotIndex
 from agentlog.store import Store
-from agentlog.store.checkpoints import build_checkpoints
+from agentlog.store.checkpoints import EVERY, build_checkpoints
 
 STANDARD = Reducers.standard()
 
 
 def log(msg: str) -> None:
-    print(f"[bench/fresh] {msg}", file=sys.stderr, flush=True)
+    print(f"[bench/fresh] {msg} (load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
+
+
+def compile_package() -> None:
+    """Write agentlog's bytecode, as an installed package has it. This machine sets
+    ``PYTHONDONTWRITEBYTECODE``: without this, every new process compiled agentlog's modules
+    from source again (about 90 ms of each fresh ``state_at`` in the first measurements)."""
+    import compileall
+
+    import agentlog
+    compileall.compile_dir(str(Path(agentlog.__file__).parent), quiet=1)
 
 
 def in_fresh_process(code: str) -> Any:
@@ -102,42 +117,49 @@ def open_and_fold(root: Path, name: str, events: list[Any]) -> dict[str, Any]:
 
 ONE_STATE = r"""
 import json, sys, time
-t = time.perf_counter()
+t, tc = time.perf_counter(), time.process_time()
 import agentlog as al
 from agentlog.folding import Reducers
 reducers = Reducers.standard()
-c = time.perf_counter()
+c, cc = time.perf_counter(), time.process_time()
 al.Store(sys.argv[1]).run("r").state_at(int(sys.argv[2]), reducers=reducers)
-e = time.perf_counter()
-print(json.dumps({"call_ms": (e - c) * 1000, "imports_ms": (c - t) * 1000}))
+e, ec = time.perf_counter(), time.process_time()
+print(json.dumps({"call_ms": (e - c) * 1000, "imports_ms": (c - t) * 1000,
+                  "call_cpu_ms": (ec - cc) * 1000, "imports_cpu_ms": (cc - tc) * 1000}))
 """
 
 MEMORY = r"""
-import json, random, sys, tracemalloc
+import gc, json, random, sys, tracemalloc
 import agentlog as al
+import agentlog.store.checkpoints  # the modules state_at imports, before the count starts
 from agentlog.folding import Reducers, fold
 root, count, trials = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 rng = random.Random(5)
-tracemalloc.start()
+reducers = Reducers.standard()
 run = al.Store(root).run("r")
+len(run)
+gc.collect()
+tracemalloc.start()
 for _ in range(trials):
-    run.state_at(rng.randrange(count), reducers=Reducers.standard())
+    run.state_at(rng.randrange(count), reducers=reducers)
+gc.collect()
 held = tracemalloc.get_traced_memory()[0]
 tracemalloc.stop()
 events = list(run.iter_events())
+gc.collect()
 tracemalloc.start()
-final = fold(events, Reducers.standard())
+final = fold(events, reducers)
 alone = tracemalloc.get_traced_memory()[0]
 tracemalloc.stop()
 print(json.dumps({"held_mb": held / 2**20, "final_state_mb": alone / 2**20}))
 """
 
 
-def checkpoints(root: Path, name: str, events: list[Any], trials: int) -> dict[str, Any]:
+def checkpoints(root: Path, name: str, events: list[Any], trials: int, every: int | None) -> dict[str, Any]:
     """Checkpoints of the run ``root / name`` (written by ``write_run``), then random access."""
     run = Store(root / name).run("r")
     t = time.perf_counter()
-    written = build_checkpoints(run, STANDARD)
+    written = build_checkpoints(run, STANDARD, every=every)
     build_s = time.perf_counter() - t
     ck = du(run.path / "checkpoints", "*")
     seg = du(run.path, "events-*.parquet")
@@ -146,7 +168,7 @@ def checkpoints(root: Path, name: str, events: list[Any], trials: int) -> dict[s
     one.write_text(ONE_STATE)
     memory.write_text(MEMORY)
     rng = random.Random(5)
-    calls, imports = [], []
+    calls, imports, cpu, imports_cpu = [], [], [], []
     for _ in range(trials):
         n = rng.randrange(len(events))
         out = subprocess.run([sys.executable, str(one), str(root / name), str(n)],
@@ -154,20 +176,27 @@ def checkpoints(root: Path, name: str, events: list[Any], trials: int) -> dict[s
         figures = json.loads(out.stdout.strip().splitlines()[-1])
         calls.append(figures["call_ms"])
         imports.append(figures["imports_ms"])
+        cpu.append(figures["call_cpu_ms"])
+        imports_cpu.append(figures["imports_cpu_ms"])
     calls.sort()
+    cpu.sort()
     out = subprocess.run([sys.executable, str(memory), str(root / name), str(len(events)), "50"],
                          capture_output=True, text=True, check=True)
     mem = json.loads(out.stdout.strip().splitlines()[-1])
     median, p99 = statistics.median(calls), calls[max(0, int(len(calls) * 0.99) - 1)]
     log(f"{name}: random state_at, one new process each: median {median:.0f} ms, p99 {p99:.0f} ms "
+        f"(CPU {statistics.median(cpu):.0f} / {cpu[max(0, int(len(cpu) * 0.99) - 1)]:.0f} ms) "
         f"(imports {statistics.median(imports):.0f} ms); held {mem['held_mb']:.1f} MB vs final state "
         f"{mem['final_state_mb']:.1f} MB")
-    return {"events": len(events), "checkpoints": len(written), "build_s": round(build_s, 2),
+    return {"events": len(events), "every": every or EVERY, "checkpoints": len(written), "build_s": round(build_s, 2),
             "checkpoint_bytes": ck, "segment_bytes": seg, "checkpoint_over_segments": round(ck / seg, 3),
             "state_at_random_processes": trials,
             "state_at_random_median_ms": round(median, 1), "state_at_random_p99_ms": round(p99, 1),
             "state_at_random_max_ms": round(calls[-1], 1),
+            "state_at_random_cpu_median_ms": round(statistics.median(cpu), 1),
+            "state_at_random_cpu_p99_ms": round(cpu[max(0, int(len(cpu) * 0.99) - 1)], 1),
             "imports_median_ms": round(statistics.median(imports), 1),
+            "imports_cpu_median_ms": round(statistics.median(imports_cpu), 1),
             "memory_held_after_50_random_mb": round(mem["held_mb"], 1),
             "final_state_mb": round(mem["final_state_mb"], 1),
             "memory_over_final": round(mem["held_mb"] / mem["final_state_mb"], 2)}
@@ -215,11 +244,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", choices=("open_and_fold", "checkpoints", "activegraph"))
+    parser.add_argument("--every", type=int, default=None,
+                        help="events between checkpoints (default: agentlog's, 16,384)")
+    parser.add_argument("--trials", type=int, default=None,
+                        help="random-access processes per workload (default 200; 30 with --quick)")
     args = parser.parse_args()
     n = 100_000 if args.quick else 1_000_000
     ag_n = 10_000 if args.quick else 100_000
-    trials = 30 if args.quick else 200
+    trials = args.trials or (30 if args.quick else 200)
     want = (lambda part: args.only in (None, part))
+    compile_package()
     out: dict[str, Any] = {"bench": "fresh", "quick": args.quick, "loadavg_at_start": round(os.getloadavg()[0], 2)}
     with tempfile.TemporaryDirectory(prefix="agentlog-bench-fresh-") as tmp:
         root = Path(tmp)
@@ -234,7 +268,7 @@ def main() -> None:
             if want("open_and_fold"):
                 out[f"open_and_fold_{name}"] = open_and_fold(root, name, events)
             if want("checkpoints"):
-                out[f"checkpoints_{name}"] = checkpoints(root, name, events, trials)
+                out[f"checkpoints_{name}"] = checkpoints(root, name, events, trials, args.every)
             del events
             gc.collect()
         if want("activegraph"):

@@ -25,10 +25,13 @@ tool. Figures:
 ``resume``
     a 100,000-step run (600,004 events) that stopped for an approval: ``al.approve`` here,
     then ``al.resume`` (open, read the state, finish the last step, close) **in a new Python
-    process**, the call timed after the imports (their time reported beside). The recording
+    process**, the call timed after the imports (their time reported beside; CPU time of the
+    call too, steadier than wall time on a shared machine). The recording
     checkpointed its state as it went and at close; the same run with its checkpoints
     deleted (the path before checkpoints: fold from event 0) is resumed the same way, as the
-    baseline.
+    baseline. Beside it, as a breakdown, the same call in a process that imported the
+    modules it loads on first use (the capture runtime, its HTTP transport, the checkpoint
+    reader) before the clock started.
 ``fork``
     a 166,667-step run (1,000,004 events): ``al.fork`` at its middle event with an
     ``al.AgentProgram`` (fold + continue) and an edit after which the agent finishes, so the
@@ -45,6 +48,7 @@ import asyncio
 import gc
 import json
 import math
+import os
 import shutil
 import statistics
 import subprocess
@@ -228,12 +232,14 @@ t = time.perf_counter()
 sys.path.insert(0, sys.argv[2])
 import runtime as rb
 import agentlog as al
-c = time.perf_counter()
+if len(sys.argv) > 3:  # the breakdown: what the call costs once the modules it loads are in
+    import agentlog.capture.runtime, agentlog.capture.transport, agentlog.store.checkpoints, httpx
+c, cc = time.perf_counter(), time.process_time()
 done = al.resume("long", rb.BenchAgent(), model=rb.model, tools={"work": rb.work}, store=sys.argv[1],
                  durability="fsync")
-e = time.perf_counter()
+e, ec = time.perf_counter(), time.process_time()
 assert done.status == "finished", done.status
-print(json.dumps({"call_ms": (e - c) * 1000, "imports_ms": (c - t) * 1000}))
+print(json.dumps({"call_ms": (e - c) * 1000, "imports_ms": (c - t) * 1000, "call_cpu_ms": (ec - cc) * 1000}))
 """
 
 FORK = r"""
@@ -250,11 +256,11 @@ if how == "replay":  # the same loop as a plain program: forked by re-running th
         return agent(rec)
     program.reducers = agent.reducers
 edit = al.edit.patch_state([{"op": "add", "path": "/forked", "value": True}])
-c = time.perf_counter()
+c, cc = time.perf_counter(), time.process_time()
 fork = al.fork(al.Store(store).run("long"), at, program=program, edit=edit)
-e = time.perf_counter()
+e, ec = time.perf_counter(), time.process_time()
 assert fork.status == "finished" and len(fork) - at <= 12, (fork.status, len(fork) - at)
-print(json.dumps({"call_ms": (e - c) * 1000, "imports_ms": (c - t) * 1000}))
+print(json.dumps({"call_ms": (e - c) * 1000, "imports_ms": (c - t) * 1000, "call_cpu_ms": (ec - cc) * 1000}))
 """
 
 
@@ -264,13 +270,15 @@ def _fresh(script: str, *args: str) -> dict[str, float]:
     return figures
 
 
-def _resume(store: Path) -> dict[str, float]:
-    """``al.resume`` in a new process on a copy of the approved run (a resume finishes it)."""
+def _resume(store: Path, *, preimported: bool = False) -> dict[str, float]:
+    """``al.resume`` in a new process on a copy of the approved run (a resume finishes it);
+    ``preimported``: with the modules the call imports on first use loaded before the clock
+    starts (a breakdown, not the user's figure)."""
     copy = store.with_name(store.name + "-copy")
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(store, copy)
     try:
-        return _fresh(RESUME, str(copy), str(Path(__file__).parent))
+        return _fresh(RESUME, str(copy), str(Path(__file__).parent), *(["pre"] if preimported else []))
     finally:
         shutil.rmtree(copy, ignore_errors=True)
 
@@ -285,11 +293,15 @@ def resume_long(root: Path, steps: int) -> dict[str, Any]:
     for folder in (root / "resume-before" / "runs").glob("*/checkpoints"):
         shutil.rmtree(folder)
     after = [_resume(root / "resume") for _ in range(3)]
+    warm = [_resume(root / "resume", preimported=True) for _ in range(3)]
     before = [_resume(root / "resume-before") for _ in range(3)]
     med = (lambda xs, k: statistics.median(x[k] for x in xs))
     log(f"resume in a new process: {med(after, 'call_ms'):.0f} ms (imports {med(after, 'imports_ms'):.0f} ms); "
         f"without checkpoints {med(before, 'call_ms'):.0f} ms")
     return {"steps": steps, "events": len(run), "resume_ms": round(med(after, "call_ms"), 1),
+            "resume_cpu_ms": round(med(after, "call_cpu_ms"), 1),
+            "resume_modules_preloaded_ms": round(med(warm, "call_ms"), 1),
+            "resume_modules_preloaded_cpu_ms": round(med(warm, "call_cpu_ms"), 1),
             "imports_ms": round(med(after, "imports_ms"), 1),
             "without_checkpoints_resume_ms": round(med(before, "call_ms"), 1),
             "resume_ratio_after_over_before": round(med(after, "call_ms") / med(before, "call_ms"), 4)}
@@ -307,6 +319,7 @@ def fork_middle(root: Path, steps: int) -> dict[str, Any]:
     replay_s = by_replay["call_ms"] / 1000
     log(f"fork at {at:,}: by fold {fold_ms:.0f} ms, by replay {replay_s:.2f} s")
     return {"steps": steps, "events": len(run), "at": at, "by_fold_ms": round(fold_ms, 1),
+            "by_fold_cpu_ms": round(statistics.median(x["call_cpu_ms"] for x in by_fold), 1),
             "imports_ms": round(statistics.median(x["imports_ms"] for x in by_fold), 1),
             "by_replay_s": round(replay_s, 3),
             "replay_us_per_prefix_event": round(replay_s / (at + 1) * 1e6, 1),
@@ -331,14 +344,18 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
     parser.add_argument("--drangue-10k", action="store_true", help="also run drangue at 10,000 steps (~20 min)")
     parser.add_argument("--only-resume", action="store_true", help="only the resume and fork figures")
+    parser.add_argument("--no-fork", action="store_true", help="with --only-resume: the resume figure alone")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="agentlog-bench-runtime-"))
     try:
-        figures: dict[str, Any] = {"bench": "runtime", "quick": args.quick, "python": sys.version.split()[0]}
+        figures: dict[str, Any] = {"bench": "runtime", "quick": args.quick, "python": sys.version.split()[0],
+                                   "loadavg_at_start": round(os.getloadavg()[0], 2)}
         if args.only_resume:
             figures["resume"] = resume_long(root, 10_000 if args.quick else 100_000)
-            figures["fork"] = fork_middle(root, 10_000 if args.quick else 166_667)
-            figures["targets"] = _targets(figures)
+            if not args.no_fork:
+                figures["fork"] = fork_middle(root, 10_000 if args.quick else 166_667)
+                figures["targets"] = _targets(figures)
+            figures["loadavg_at_end"] = round(os.getloadavg()[0], 2)
             print(json.dumps(figures))
             return
         figures["overhead"] = overhead(root, 200 if args.quick else 1_000)
@@ -350,6 +367,7 @@ def main() -> None:
         figures["resume"] = resume_long(root, 10_000 if args.quick else 100_000)
         figures["fork"] = fork_middle(root, 10_000 if args.quick else 166_667)
         figures["targets"] = _targets(figures)
+        figures["loadavg_at_end"] = round(os.getloadavg()[0], 2)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(json.dumps(figures))

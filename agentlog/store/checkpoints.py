@@ -58,11 +58,13 @@ FORMAT: Final = 1
 """The checkpoint format this agentlog writes and reads."""
 BLOCK: Final = 64 * 1024
 """Node records are compressed in blocks of about this many bytes."""
-CACHE_BYTES: Final = 64 * 2**20
+CACHE_BYTES: Final = 2**20
 """Decompressed blocks a reader keeps (least recently used first out). A node is decoded once
 and then lives in the state that holds it; the cache only saves decompressing a block again
-for the next few nodes the fold reads from it, so a few dozen blocks do (a large cache would
-hold the checkpoints' bytes beside the nodes made of them)."""
+for the next few nodes the fold reads from it, so sixteen blocks do. A large cache holds the
+checkpoints' bytes beside the nodes made of them: 4 MiB of blocks was most of what a run held
+after 50 random ``state_at`` on the 1M-event *simple* run of ``bench/fresh.py`` (2.2x its final
+state; 1 MiB: 1.35x, no slower), and 64 MiB before that."""
 EVERY: Final = 16_384
 """Events between the checkpoints a recording writes (besides one at each seal), and the
 default of ``agentlog checkpoint``: the first ``state_at(n)`` in a new process folds at most
@@ -679,11 +681,14 @@ class StoredStates:
     checkpoint at or before ``n`` for one reducer set (see :data:`agentlog.folding.engine.StoredFn`).
 
     Lists the checkpoints by file name and reads the manifest of the one it picks (not every
-    manifest), checks its chain hash against the run's hash column, and keeps the last few
-    roots it loaded; a checkpoint that fails a check is dropped for the life of this object.
+    manifest), checks its chain hash against the run's hash column, and keeps the last root it
+    loaded (:attr:`ROOTS`); a checkpoint that fails a check is dropped for the life of this object.
     """
 
-    ROOTS: Final = 4
+    ROOTS: Final = 1
+    """Roots kept: the last one loaded (a root holds the nodes read from it, which the states
+    folded from it no longer share once a stretch of events rewrote them; another root is a
+    manifest and a node away)."""
 
     def __init__(self, run: Run, reducers: Reducers) -> None:
         self.run, self.reducers = run, reducers

@@ -319,3 +319,25 @@ def test_a_damaged_pack_is_never_used(tmp_path: Path, damage: str) -> None:
     with pytest.warns(CheckpointWarning, match="not used"):
         state = Store(tmp_path).run("g").state_at(299, reducers=STANDARD)
     assert thaw(state) == thaw(fold(events_of(run), STANDARD))
+
+
+COLD_STATE_AT = r"""
+import sys
+import agentlog as al
+state = al.Store(sys.argv[1]).run("r").state_at(int(sys.argv[2]))
+print(state["vars"]["log"][-1])
+print(",".join(sorted(name for name in ("pandas", "plotly", "ipywidgets", "duckdb", "httpx")
+                      if name in sys.modules)))
+"""
+
+
+def test_a_cold_state_at_imports_no_table_plot_or_widget_library(tmp_path: Path) -> None:
+    """The first ``state_at`` of a new process pays for pyarrow (the segments) and nothing
+    above the store: pandas, plotly, ipywidgets, DuckDB and httpx stay unimported."""
+    run = patch_run(Store(tmp_path), "r", growing(60), segment_events=16)
+    build_checkpoints(run, STANDARD, every=16)
+    out = subprocess.run([sys.executable, "-c", COLD_STATE_AT, str(tmp_path), "40"],
+                         capture_output=True, text=True, check=True)
+    last, imported = out.stdout.splitlines()
+    assert int(last) == 40  # the state after event 40 really was read
+    assert imported == ""
