@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -22,12 +24,12 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def s3_endpoint() -> Iterator[str]:
-    """The URL of a moto S3 server started for this session."""
+@contextlib.contextmanager
+def _serving(argv: Callable[[int], list[str]], what: str) -> Iterator[str]:
+    """Run ``python <argv(port)>`` on a free port, wait until it accepts connections on
+    127.0.0.1, yield its URL, and stop it afterwards."""
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-c", "from moto.server import main; main()", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, *argv(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -36,13 +38,21 @@ def s3_endpoint() -> Iterator[str]:
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                raise RuntimeError("the moto S3 server did not start") from None
+                raise RuntimeError(f"{what} did not start") from None
             time.sleep(0.1)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """The URL of a moto S3 server started for this session."""
+    with _serving(lambda port: ["-c", "from moto.server import main; main()", "-p", str(port)],
+                  "the moto S3 server") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -77,25 +87,10 @@ def bucket(s3_env: dict[str, str]) -> str:
 @pytest.fixture(scope="session")
 def gcs_endpoint() -> Iterator[str]:
     """The URL of a gcp-storage-emulator server (in memory) started for this session."""
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "gcp_storage_emulator", "start", "--port", str(port),
-                             "--host", "127.0.0.1", "--in-memory", "--quiet"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("the GCS emulator did not start") from None
-            time.sleep(0.1)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with _serving(lambda port: ["-m", "gcp_storage_emulator", "start", "--port", str(port),
+                                "--host", "127.0.0.1", "--in-memory", "--quiet"],
+                  "the GCS emulator") as url:
+        yield url
 
 
 @pytest.fixture
@@ -121,3 +116,21 @@ def gcs_bucket(gcs_env: dict[str, str]) -> str:
     name = "team-" + secrets.token_hex(4)
     gcsfs.GCSFileSystem(token="anon").mkdir(name)
     return f"gs://{name}"
+
+
+@pytest.fixture(params=["s3", "gcs"])
+def any_bucket(request: pytest.FixtureRequest) -> str:
+    """A new bucket on each remote the tests serve: ``s3://…`` on moto, ``gs://…`` on the
+    GCS emulator."""
+    return str(request.getfixturevalue("bucket" if request.param == "s3" else "gcs_bucket"))
+
+
+@pytest.fixture
+def another_machine(any_bucket: str) -> Any:
+    """A filesystem for ``any_bucket`` that shares no listing cache with this process's: what
+    another machine writing into the same bucket would use."""
+    if any_bucket.startswith("s3://"):
+        import s3fs
+        return s3fs.S3FileSystem(endpoint_url=os.environ["AWS_ENDPOINT_URL"], skip_instance_cache=True)
+    import gcsfs
+    return gcsfs.GCSFileSystem(token="anon", skip_instance_cache=True)
