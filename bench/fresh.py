@@ -11,7 +11,9 @@ steadier one), and the load average at the start and end of the run:
 ``open_and_fold``
     ``al.Store(p).run(id).state_at(last)`` on a run of ``state.patch`` events (the ``simple``
     and ``mixed`` workloads of ``bench/fold.py``) with no checkpoints: columnar loading and the
-    fold, against ``SnapshotIndex.of(events).build()`` on the same events in memory. The
+    fold, against ``SnapshotIndex.of(events).build()`` on the same events in memory (the
+    first wave's fold figure: it keeps a snapshot every few thousand events) and against
+    the plain ``fold(events)`` (no snapshots: the stricter baseline), medians of 3. The
     fresh side is timed from before ``import agentlog`` (so imports count) and also from
     after the imports (``..._call_s``).
 ``checkpoints``
@@ -55,7 +57,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from fold import generate_mixed, generate_simple
 
-from agentlog.folding import Reducers, SnapshotIndex
+from agentlog.folding import Reducers, SnapshotIndex, fold
 from agentlog.store import Store
 from agentlog.store.checkpoints import EVERY, build_checkpoints
 
@@ -103,18 +105,25 @@ def open_and_fold(root: Path, name: str, events: list[Any]) -> dict[str, Any]:
     both = [in_fresh_process(code) for _ in range(3)]
     fresh = [b[0] for b in both]
     call = statistics.median(b[1] for b in both)
-    memory = []
+    memory, plain = [], []
     for _ in range(3):
         gc.collect()
         t = time.perf_counter()
         SnapshotIndex.of(events, STANDARD).build()
         memory.append(time.perf_counter() - t)
-    f, m = statistics.median(fresh), statistics.median(memory)
-    log(f"{name}: fresh open + state_at(last) {f:.2f} s (imports included) vs in-memory index build {m:.2f} s")
+        gc.collect()
+        t = time.perf_counter()
+        fold(events, STANDARD)
+        plain.append(time.perf_counter() - t)
+    f, m, p = statistics.median(fresh), statistics.median(memory), statistics.median(plain)
+    log(f"{name}: fresh open + state_at(last) {f:.2f} s (imports included) vs in-memory index build {m:.2f} s, "
+        f"plain fold {p:.2f} s")
     return {"events": len(events), "fresh_open_state_at_last_s": round(f, 3),
             "fresh_open_state_at_last_call_s": round(call, 3),
             "in_memory_index_build_s": round(m, 3), "ratio": round(f / m, 2),
-            "ratio_call_only": round(call / m, 2)}
+            "ratio_call_only": round(call / m, 2),
+            "in_memory_fold_s": round(p, 3), "ratio_vs_fold": round(f / p, 2),
+            "ratio_vs_fold_call_only": round(call / p, 2)}
 
 
 ONE_STATE = r"""

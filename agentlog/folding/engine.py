@@ -476,9 +476,17 @@ class SnapshotIndex:
         start of the step ``n`` is in, say)."""
         tail = max(seq + 1, n + 1 - RECENT)
         folded = 0
-        if tail > seq + 1:
-            state, folded = _drive(self._fold_events(seq + 1, tail), self._reducers, state,
-                                   every=self._every, done=seq + 1, on_boundary=self._keep)
+        # Of the snapshots passed, only the last KEEP stay: fold straight up to the first of
+        # them (each snapshot commits the transient state: 250 commits cost ~40% of a cold
+        # fold of 1M events, of which 246 were dropped at once).
+        every = self._every
+        first = max(seq + 1, (tail // every - KEEP) * every)
+        if first > seq + 1:
+            state, folded = _drive(self._fold_events(seq + 1, first), self._reducers, state)
+        if tail > first:
+            state, more = _drive(self._fold_events(first, tail), self._reducers, state,
+                                 every=every, done=first, on_boundary=self._keep)
+            folded += more
         recent: dict[int, State] = {}
         table = self._reducers._table
         with _collector_paused():  # the fold's own reading: for patches, seq, type and payload only

@@ -11,7 +11,7 @@ import pytest
 from agentlog.errors import FoldError, ReducerError
 from agentlog.events import Event
 from agentlog.folding import Reducers, SnapshotIndex, State, diff_states, fold, thaw
-from agentlog.folding.engine import _step, as_events_fn
+from agentlog.folding.engine import KEEP, _step, as_events_fn
 
 STANDARD = Reducers.standard()
 
@@ -143,6 +143,27 @@ def test_index_is_built_lazily_by_one_bulk_fold() -> None:
     calls.clear()
     index.at(55)
     assert calls == [(50, 56)]  # at most every - 1 events from the nearest snapshot
+
+
+def test_with_stored_states_a_fold_keeps_the_last_snapshots_it_passes() -> None:
+    """With stored states to fall back on, a long fold keeps the last KEEP snapshots it passes
+    (the ones an LRU of KEEP would hold), each the state after its events, and reads every
+    event once."""
+    events = mixed_run(400)
+    expected = step_by_step(events)
+    read: list[int] = []
+
+    def source(start: int, stop: int) -> list[Event]:
+        read.extend(range(start, stop))
+        return events[start:stop]
+
+    index = SnapshotIndex(source, len(events), STANDARD, every=10, stored=lambda n: None)
+    assert diff_states(index.at(399), expected[399]) == []
+    assert sorted(read) == list(range(400))
+    held = dict(index._kept)
+    assert sorted(held) == list(range(40 - KEEP + 1, 41))
+    for j, state in held.items():
+        assert diff_states(state, expected[j * 10 - 1]) == [], j
 
 
 def test_states_iterates_with_persistent_states() -> None:
