@@ -333,6 +333,8 @@ def check_payload(type: str, payload: Mapping[str, Any], columns: Mapping[str, A
     if strict:
         return cls.from_payload(payload, columns=columns, check=True)
     known = {k: v for k, v in payload.items() if k in cls._names_ or k == VERSION_KEY}
+    if len(known) == len(payload):  # no extra keys: the checked body is the body
+        return cls.from_payload(payload, columns=columns, check=True)
     cls.from_payload(known, columns=columns, check=True)
     return cls.from_payload(payload, columns=columns, check=False)
 

@@ -12,19 +12,21 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from ..errors import AgentlogError
 from ..events import Event
 from ..events.origin import SOURCE_TAG
 from .errors import InteropFormatError
 
 if TYPE_CHECKING:
-    from ..store import Run, Store
+    from ..store import Run, RunWriter, Store
+    from ..store.writer import Emit
 
-__all__ = ["SOURCE_TAG", "Clock", "Source", "check_event", "chosen", "finite", "import_run_id", "iso_to_us", "json_values",
+__all__ = ["SOURCE_TAG", "Clock", "Source", "append_events", "check_event", "chosen", "finite", "import_run_id", "iso_to_us", "json_values",
            "loads", "no_gc", "read_text", "renumber_cause", "source_name", "store_of", "write_or_extend",
            "write_run"]
 
@@ -185,14 +187,14 @@ def write_run(store: Store, events: Sequence[Event], *, run_id: str | None, name
     clock = Clock(first if created_us is None else created_us)
     writer = store.create_run(run_id=run_id, name=name, tags=finite(tags), clock=clock,
                               durability="batch")
+
+    def named(i: int, exc: Exception) -> Exception:  # CanonicalJSONError and blob refs included
+        if isinstance(exc, InteropFormatError):
+            return exc
+        return InteropFormatError(where or "<source>", None, f"seq {events[i].seq}: {exc}")
+
     try:
-        for event in events:
-            try:
-                writer.append(event)
-            except (TypeError, ValueError) as exc:  # CanonicalJSONError and blob refs included
-                if isinstance(exc, InteropFormatError):
-                    raise
-                raise InteropFormatError(where or "<source>", None, f"seq {event.seq}: {exc}") from None
+        append_events(writer, events, named=named)
     except BaseException:
         writer.close("failed")
         raise
@@ -200,6 +202,42 @@ def write_run(store: Store, events: Sequence[Event], *, run_id: str | None, name
         clock.us = max(e.ts for e in events)
     writer.close(status)
     return store.run(writer.id, exact=True)
+
+
+#: Events per :meth:`~agentlog.RunWriter.emit_many` call of an import: one lock and one WAL
+#: write for each.
+BATCH = 512
+
+
+def append_events(writer: RunWriter, items: Sequence[Emit | Event], *,
+                  named: Callable[[int, Exception], Exception] | None = None) -> None:
+    """Append imported events (and typed bodies) in :meth:`~agentlog.RunWriter.emit_many`
+    batches of at most :data:`BATCH`, cut where the writer seals a segment (so the segments
+    are those of appending one at a time).
+
+    The writer checks every item as it would one at a time. If it refuses one, nothing of
+    that batch is written, and the batch is appended again one item at a time: the items
+    before the refused one are written, and its error is raised as appending each item as it
+    came would raise it.
+
+    Args:
+        named: turns the ``TypeError`` / ``ValueError`` refusing item ``i`` into the error
+            to raise (one naming the source file and line); default: raised as it is.
+    """
+    start = 0
+    while start < len(items):
+        batch = items[start:start + min(BATCH, writer.segment_room)]
+        try:
+            writer.emit_many(batch)
+        except (AgentlogError, TypeError, ValueError, OSError):  # nothing of it written: one at a time
+            for i, item in enumerate(batch, start=start):
+                try:
+                    writer.emit_many([item])
+                except (TypeError, ValueError) as exc:
+                    if named is None:
+                        raise
+                    raise named(i, exc) from None
+        start += len(batch)
 
 
 _INT64 = 2**63
@@ -301,8 +339,7 @@ def write_or_extend(store: Store, events: Sequence[Event], *, run_id: str, name:
     clock = Clock(max(e.ts for e in events))
     writer = store.writer(run_id, clock=clock, durability="batch")
     try:
-        for event in rest:
-            writer.append(event)
+        append_events(writer, rest)
     except BaseException:
         writer.close("failed")
         raise

@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -135,7 +136,8 @@ class Out:
     exported before, its actor and its seq and cause in the exported run."""
 
     type: str
-    payload: Mapping[str, Any]
+    given: Mapping[str, Any] | None = None
+    """The payload of an exported event (``None`` for a body's: see :attr:`payload`)."""
     columns: Mapping[str, Any] = field(default_factory=dict)
     actor: str | None = None
     old_seq: int | None = None
@@ -146,7 +148,15 @@ class Out:
     @classmethod
     def of(cls, body: Body) -> Out:
         """The event of a typed body."""
-        return cls(body.TYPE, body.to_payload(), body.columns(), body=body)
+        return cls(body.TYPE, None, body.columns(), body=body)
+
+    @property
+    def payload(self) -> Mapping[str, Any]:
+        """The event's payload: the body's (made when asked: a writer given the body makes
+        it itself), or the exported one."""
+        if self.body is not None:
+            return self.body.to_payload()
+        return self.given if self.given is not None else {}
 
 
 # --- small readers ------------------------------------------------------------------------------
@@ -172,10 +182,17 @@ def json_value(text: Any) -> Any:
     """
     if isinstance(text, str):
         try:
-            return finite(json.loads(text))
+            value = json.loads(text)
         except ValueError:
             return text
+        # Parsed JSON holds only dicts with string keys, lists and scalars: only a NaN or
+        # Infinity token or a surrogate escape can give what finite() changes, and a text
+        # with neither needs no second walk (a false alarm only costs the walk).
+        return finite(value) if _NOT_FINITE.search(text) else value
     return finite(text)
+
+
+_NOT_FINITE: Final = re.compile(r"NaN|Infinity|\\u[dD][89a-fA-F]")
 
 
 def _count(value: Any) -> int | None:
