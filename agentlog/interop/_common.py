@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from ..store.writer import Emit
 
 __all__ = ["SOURCE_TAG", "Clock", "Source", "append_events", "check_event", "chosen", "finite", "import_run_id", "iso_to_us", "json_values",
-           "loads", "no_gc", "read_text", "renumber_cause", "source_name", "store_of", "write_or_extend",
+           "loads", "may_hold_surrogate", "no_gc", "read_text", "renumber_cause", "source_name", "store_of", "write_or_extend",
            "write_run"]
 
 #: A file given by path, or an open text stream (``sys.stdin``, ``io.StringIO``).
@@ -69,6 +70,25 @@ def loads(text: str) -> Any:
     {'a': 'NaN'}
     """
     return json.loads(text, parse_constant=_constant)
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def may_hold_surrogate(text: str) -> bool:
+    """Whether parsing JSON text may give a string holding a lone surrogate: the text holds
+    a surrogate itself or a ``\\uD800``-``\\uDFFF`` escape (a false alarm, such as a pair
+    that makes one character, only costs the caller's full check).
+
+    >>> may_hold_surrogate('{"a": "\\\\udc80"}'), may_hold_surrogate('{"a": "é"}')
+    (True, False)
+    """
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+    return "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None
 
 
 def finite(value: Any) -> Any:

@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from ._common import Source, iso_to_us, json_values, read_text, source_name
+from ._common import Source, iso_to_us, json_values, may_hold_surrogate, read_text, source_name
 from .errors import InteropFormatError
 
 if TYPE_CHECKING:
@@ -82,9 +82,10 @@ def read_spans(src: Source | Mapping[str, Any]) -> list[OtelSpan]:
         return spans_of_json(src, "<request>", 1)
     name = source_name(src)
     text = read_text(src)
-    # Text decoded from UTF-8 holds a lone surrogate only where a JSON escape wrote one: a
-    # text without such an escape needs no walk of each request for one (_check_text).
-    unicode = _SURROGATE_ESCAPE.search(text) is None
+    # Parsed JSON holds a lone surrogate only where the text holds one, itself or as a JSON
+    # escape (a file decoded from UTF-8: only as an escape): a text with neither needs no
+    # walk of each request for one (_check_text).
+    unicode = not may_hold_surrogate(text)
     spans: list[OtelSpan] = []
     for line, value in json_values(text, name):
         for item in (value if isinstance(value, list) else [value]):
@@ -99,11 +100,6 @@ def read_spans(src: Source | Mapping[str, Any]) -> list[OtelSpan]:
 
 
 # --- OTLP/JSON: read directly where it is plain, else through the official protobuf messages ---
-
-
-#: A JSON escape of a UTF-16 surrogate (a false alarm, such as an escaped backslash before
-#: ``ud800``, only costs the check it skips).
-_SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def spans_of_json(request: Mapping[str, Any], name: str, line: int | None, *,

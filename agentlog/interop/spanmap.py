@@ -68,7 +68,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -91,7 +90,7 @@ from ..events import (
 )
 from ..events.event import USAGE_FIELDS
 from . import semconv as sc
-from ._common import finite
+from ._common import finite, may_hold_surrogate
 from .messages import from_openinference, from_parts
 from .otlp_read import OtelSpan
 
@@ -186,13 +185,13 @@ def json_value(text: Any) -> Any:
         except ValueError:
             return text
         # Parsed JSON holds only dicts with string keys, lists and scalars: only a NaN or
-        # Infinity token or a surrogate escape can give what finite() changes, and a text
-        # with neither needs no second walk (a false alarm only costs the walk).
-        return finite(value) if _NOT_FINITE.search(text) else value
+        # Infinity token or a surrogate (escaped, or in the text itself) can give what
+        # finite() changes, and a text with none needs no second walk (a false alarm only
+        # costs the walk).
+        if "NaN" in text or "Infinity" in text or may_hold_surrogate(text):
+            return finite(value)
+        return value
     return finite(text)
-
-
-_NOT_FINITE: Final = re.compile(r"NaN|Infinity|\\u[dD][89a-fA-F]")
 
 
 def _count(value: Any) -> int | None:
