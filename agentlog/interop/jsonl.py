@@ -126,16 +126,17 @@ def _relative(folder: Path, dest: Source) -> str:
 def _write(run: Run, table: pa.Table, header: dict[str, Any], out: IO[str], blob_dir: Path | None) -> None:
     import pyarrow as pa
 
+    from ..store.segments import column_values
+
     out.write(canonical_json(header) + "\n")
     seen: set[str] = set()
     blobs = run.store.blobs
     for batch in table.to_batches(max_chunksize=4096):
         cols = {name: batch.column(name) for name in batch.schema.names}
         # ints, not datetimes: the same 64 bits viewed as int64 (a cast would import
-        # pyarrow.compute, 0.1-0.3 s the first time in a process); a dictionary column's
-        # to_pylist() gives its values
+        # pyarrow.compute, 0.1-0.3 s the first time in a process)
         cols["ts"] = cols["ts"].view(pa.int64())
-        values = {name: col.to_pylist() for name, col in cols.items()}
+        values = {name: column_values(col) for name, col in cols.items()}
         lines = []
         for i in range(batch.num_rows):
             payload = values["payload"][i]

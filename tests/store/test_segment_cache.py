@@ -59,3 +59,17 @@ def test_a_file_replaced_after_iterating_is_read_again(store: Store) -> None:
     os.replace(spoiled, segment)  # another inode
     with pytest.raises(CorruptSegmentError):
         fresh.table()
+
+
+def test_column_values_are_to_pylist_for_every_column_and_slice(store: Store) -> None:
+    import pyarrow as pa
+
+    from agentlog.store.segments import column_values
+
+    run = make_run(store, 50, payload=lambda i: {"i": i}, durability="none")
+    for batch in run.table().to_batches(max_chunksize=7):  # slices at offsets
+        for column in batch.columns:
+            assert column_values(column) == column.to_pylist()
+    types = pa.array(["note", None, "tool.call", "note"]).dictionary_encode()
+    assert column_values(types) == ["note", None, "tool.call", "note"]
+    assert column_values(types.slice(2)) == ["tool.call", "note"]
