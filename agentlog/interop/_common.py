@@ -63,13 +63,18 @@ def _constant(name: str) -> str:
     return name
 
 
+_DECODER = json.JSONDecoder(parse_constant=_constant)
+
+
 def loads(text: str) -> Any:
     """``json.loads`` that reads ``NaN``/``Infinity`` as the strings ``"NaN"``/``"Infinity"``.
 
     >>> loads('{"a": NaN}')
     {'a': 'NaN'}
     """
-    return json.loads(text, parse_constant=_constant)
+    if text.startswith("\ufeff"):  # json.loads names a byte-order mark; the decoder would not
+        return json.loads(text, parse_constant=_constant)
+    return _DECODER.decode(text)  # one decoder for every line, not one made per call
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -116,7 +121,6 @@ def finite(value: Any) -> Any:
     return value
 
 
-_DECODER = json.JSONDecoder(parse_constant=_constant)
 _SPACE = " \t\r\n\ufeff"
 
 
@@ -271,6 +275,8 @@ def check_event(event: Event, where: str) -> None:
     Raises:
         InteropFormatError: naming ``where``, the seq and the field.
     """
+    if _plainly_fits(event):
+        return
     def bad(field: str, problem: str) -> InteropFormatError:
         return InteropFormatError(where or "<source>", None, f"seq {event.seq}: {problem}", field=field)
 
@@ -294,6 +300,27 @@ def check_event(event: Event, where: str) -> None:
             raise bad(name, f"must be a finite number, got {value!r:.40}")
     if type(event.ts) is not int or not TS_MIN <= event.ts <= TS_MAX:
         raise bad("ts", f"must be a time in years 1..9999 (µs since the epoch), got {event.ts!r:.40}")
+
+
+def _plainly_fits(e: Event) -> bool:
+    """The common case of :func:`check_event`, decided in one expression: ASCII text, plain
+    ints and finite floats, or ``None`` (anything else is decided field by field there)."""
+    t, ts, a, s, m = e.type, e.ts, e.actor, e.span_id, e.model
+    c, i, o, k, u, d = e.caused_by, e.input_tokens, e.output_tokens, e.cached_tokens, e.cost_usd, e.duration_ms
+    return (type(t) is str and t.isascii() and type(ts) is int and TS_MIN <= ts <= TS_MAX
+            and (a is None or (type(a) is str and a.isascii()))
+            and (s is None or (type(s) is str and s.isascii()))
+            and (m is None or (type(m) is str and m.isascii()))
+            and (c is None or (type(c) is int and -_INT64 <= c < _INT64))
+            and (i is None or (type(i) is int and -_INT64 <= i < _INT64))
+            and (o is None or (type(o) is int and -_INT64 <= o < _INT64))
+            and (k is None or (type(k) is int and -_INT64 <= k < _INT64))
+            and (u is None or (type(u) is float and -_BIG < u < _BIG))
+            and (d is None or (type(d) is float and -_BIG < d < _BIG)))
+
+
+#: Finite floats are the ones strictly between these (a NaN compares false with both).
+_BIG = float("inf")
 
 
 def _finite(value: float) -> bool:

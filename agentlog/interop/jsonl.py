@@ -350,7 +350,12 @@ def _event_line(obj: Mapping[str, Any], where: str, number: int, *, canonical: b
     if not isinstance(obj["hash"], str):
         raise InteropFormatError(where, number, "must be a string", field="hash")
     try:
-        event = Event(payload=payload, hash=obj["hash"], **{f: obj.get(f) for f in _FIELDS})  # type: ignore[arg-type]
+        get = obj.get
+        event = Event(seq=obj["seq"], type=obj["type"], payload=payload, actor=get("actor"),
+                      caused_by=get("caused_by"), span_id=get("span_id"), ts=obj["ts"], model=get("model"),
+                      input_tokens=get("input_tokens"), output_tokens=get("output_tokens"),
+                      cached_tokens=get("cached_tokens"), cost_usd=get("cost_usd"),
+                      duration_ms=get("duration_ms"), hash=obj["hash"])
         check_event(event, where)
     except TypeError as exc:
         raise InteropFormatError(where, number, str(exc)) from None
@@ -375,7 +380,11 @@ def _body(line: _Line, where: str) -> str:
     event = line.event
     assert event is not None
     try:
-        return event_body(payload_json=line.payload_json, **{f: getattr(event, f) for f in _FIELDS})
+        return event_body(seq=event.seq, type=event.type, payload_json=line.payload_json, actor=event.actor,
+                          caused_by=event.caused_by, span_id=event.span_id, ts=event.ts, model=event.model,
+                          input_tokens=event.input_tokens, output_tokens=event.output_tokens,
+                          cached_tokens=event.cached_tokens, cost_usd=event.cost_usd,
+                          duration_ms=event.duration_ms)
     except (TypeError, ValueError) as exc:
         raise InteropFormatError(where, line.number, str(exc)) from None
 

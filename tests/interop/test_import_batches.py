@@ -151,3 +151,43 @@ def test_json_value_is_finite_of_the_parsed_text(value: Any, ascii_only: bool) -
     text = json.dumps(value, ensure_ascii=ascii_only)  # NaN, Infinity; surrogates escaped or raw
     assert json_value(text) == finite(json.loads(text))
     assert canonical_json(json_value(text)) == canonical_json(finite(json.loads(text)))
+
+
+class _Text(str):
+    """A str subclass: check_event decides it field by field (no shortcut)."""
+
+
+_INTS = [None, 0, -1, 2**63 - 1, 2**63, -(2**63), -(2**63) - 1, True, 1.0, "1"]
+_REALS = [None, 0, 1.5, -2.0, float("nan"), float("inf"), -float("inf"), 10**400, True, "1"]
+_TEXTS = [None, "note", "é", "\udc80", 7, b"x"]
+_VALUES = {"type": ["note", "llm.response", "é.type", "\udc80", 7],
+           "ts": [0, 1_767_225_600_000_000, 253_402_300_799_999_999, 253_402_300_800_000_000,
+                  -62_135_596_800_000_000, -62_135_596_800_000_001, 1.0, True, None],
+           "actor": _TEXTS, "span_id": _TEXTS, "model": _TEXTS, "caused_by": _INTS, "input_tokens": _INTS,
+           "output_tokens": _INTS, "cached_tokens": _INTS, "cost_usd": _REALS, "duration_ms": _REALS}
+_GOOD = {"type": "llm.response", "ts": 1_767_225_600_000_000, "actor": "agent", "span_id": "s1", "model": "m",
+         "caused_by": 3, "input_tokens": 60, "output_tokens": 4, "cached_tokens": 20, "cost_usd": 0.5,
+         "duration_ms": 12.0}
+
+
+_CHANGES = [(f, v) for f in sorted(_VALUES) for v in _VALUES[f]]
+
+
+@pytest.mark.parametrize(("field", "value"), _CHANGES, ids=[f"{f}-{i}" for i, (f, _) in enumerate(_CHANGES)])
+def test_check_event_decides_as_field_by_field(field: str, value: Any) -> None:
+    """A field of a good event changed: the shortcut for plain fields decides as the checks of
+    each field (where a str subclass for the type sends every event) decide."""
+    from agentlog.interop._common import check_event
+
+    def verdict(event: Any) -> str | None:
+        try:
+            check_event(event, "f")
+        except InteropFormatError as exc:
+            return exc.field
+        return None
+
+    assert verdict(al.Event(seq=0, **_GOOD)) is None
+    fields = {**_GOOD, field: value}
+    kind = fields["type"]
+    slow = {**fields, "type": _Text(kind) if isinstance(kind, str) else kind}
+    assert verdict(al.Event(seq=0, **fields)) == verdict(al.Event(seq=0, **slow))
