@@ -456,11 +456,11 @@ def _checker(hint: Any) -> Checker:
         if nested is not None:
             if isinstance(value, nested):
                 return value
-            if isinstance(value, Mapping):
+            if t is dict or isinstance(value, Mapping):
                 return nested.from_json(value, where=f"{type_} {path}")
         if "list" in containers and t in (list, tuple):
             return value
-        if "map" in containers and isinstance(value, Mapping):
+        if "map" in containers and (t is dict or isinstance(value, Mapping)):
             for key in value:
                 if type(key) is not str:
                     raise EventSchemaError(type_, f"{path}.{key!r}", key, "string keys")

@@ -103,6 +103,8 @@ def finite(value: Any) -> Any:
     >>> finite({"x": [float("nan"), 1.5], 1: b"\\x00"})
     {'x': ['nan', 1.5], '1': '00'}
     """
+    if value is None or type(value) is int or type(value) is bool:
+        return value
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
     if isinstance(value, str):
@@ -114,7 +116,7 @@ def finite(value: Any) -> Any:
         return value
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex()
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):
         return {finite(k) if isinstance(k, str) else str(finite(k)): finite(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [finite(v) for v in value]
