@@ -232,7 +232,14 @@ def _plain_attrs(items: Any) -> dict[str, Any]:
     out = {}
     for kv in _plain_list(items):
         kv = _plain_obj(kv)
-        out[_plain_str(kv.get("key"))] = _plain_value(kv.get("value"))
+        key = _plain_str(kv.get("key"))
+        value = kv.get("value")
+        if type(value) is dict and len(value) == 1:  # most values: a string, read here
+            text = value.get("stringValue")
+            if type(text) is str:
+                out[key] = text
+                continue
+        out[key] = _plain_value(value)
     return out
 
 
