@@ -411,8 +411,6 @@ def _usage(a: Mapping[str, Any]) -> Usage | None:
 
 
 def _cost(a: Mapping[str, Any], model: Any, usage: Usage | None, span: OtelSpan) -> tuple[float | None, Any]:
-    from .. import pricing
-
     given = _number(_first(a, sc.AL_COST, sc.OI_COST_TOTAL))
     said = a.get(sc.AL_COST_SOURCE)
     source = said if said in _COST_SOURCES else None
@@ -422,6 +420,8 @@ def _cost(a: Mapping[str, Any], model: Any, usage: Usage | None, span: OtelSpan)
         return None, source
     if not isinstance(model, str) or usage is None:
         return None, "unknown"
+    from .. import pricing  # the catalog, only for a cost the span does not give
+
     provider = _first(a, sc.GEN_AI_PROVIDER, sc.GEN_AI_SYSTEM, sc.OI_PROVIDER, sc.OI_SYSTEM)
     when = datetime.fromtimestamp(span.start_ns / 1e9, tz=UTC)
     found = pricing.cost(model, usage, provider=provider if isinstance(provider, str) else None,
