@@ -109,6 +109,13 @@ def _plain(value: Any) -> Any:
     Programs often pass the SDK's own message objects back in ``messages``; dumping them with
     ``exclude_none`` spells them the way a hand-written dict would.
     """
+    t = type(value)  # plain JSON first, without looking for model_dump on each value
+    if t is str or t is int or t is float or t is bool or value is None:
+        return value
+    if t is dict:
+        return {k: _plain(v) for k, v in value.items()}
+    if t is list:
+        return [_plain(v) for v in value]
     dump = getattr(value, "model_dump", None)
     if callable(dump) and not isinstance(value, type):
         return _plain(dump(mode="json", exclude_none=True))

@@ -333,6 +333,8 @@ def check_payload(type: str, payload: Mapping[str, Any], columns: Mapping[str, A
     if strict:
         return cls.from_payload(payload, columns=columns, check=True)
     known = {k: v for k, v in payload.items() if k in cls._names_ or k == VERSION_KEY}
+    if len(known) == len(payload):  # no extra keys: the checked body is the body
+        return cls.from_payload(payload, columns=columns, check=True)
     cls.from_payload(known, columns=columns, check=True)
     return cls.from_payload(payload, columns=columns, check=False)
 
@@ -454,11 +456,11 @@ def _checker(hint: Any) -> Checker:
         if nested is not None:
             if isinstance(value, nested):
                 return value
-            if isinstance(value, Mapping):
+            if t is dict or isinstance(value, Mapping):
                 return nested.from_json(value, where=f"{type_} {path}")
         if "list" in containers and t in (list, tuple):
             return value
-        if "map" in containers and isinstance(value, Mapping):
+        if "map" in containers and (t is dict or isinstance(value, Mapping)):
             for key in value:
                 if type(key) is not str:
                     raise EventSchemaError(type_, f"{path}.{key!r}", key, "string keys")

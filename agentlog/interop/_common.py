@@ -12,20 +12,23 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+import re
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from ..errors import AgentlogError
 from ..events import Event
 from ..events.origin import SOURCE_TAG
 from .errors import InteropFormatError
 
 if TYPE_CHECKING:
-    from ..store import Run, Store
+    from ..store import Run, RunWriter, Store
+    from ..store.writer import Emit
 
-__all__ = ["SOURCE_TAG", "Clock", "Source", "check_event", "chosen", "finite", "import_run_id", "iso_to_us", "json_values",
-           "loads", "no_gc", "read_text", "renumber_cause", "source_name", "store_of", "write_or_extend",
+__all__ = ["SOURCE_TAG", "Clock", "Source", "append_events", "check_event", "chosen", "finite", "import_run_id", "iso_to_us", "json_values",
+           "loads", "may_hold_surrogate", "no_gc", "read_text", "renumber_cause", "source_name", "store_of", "write_or_extend",
            "write_run"]
 
 #: A file given by path, or an open text stream (``sys.stdin``, ``io.StringIO``).
@@ -60,13 +63,37 @@ def _constant(name: str) -> str:
     return name
 
 
+_DECODER = json.JSONDecoder(parse_constant=_constant)
+
+
 def loads(text: str) -> Any:
     """``json.loads`` that reads ``NaN``/``Infinity`` as the strings ``"NaN"``/``"Infinity"``.
 
     >>> loads('{"a": NaN}')
     {'a': 'NaN'}
     """
-    return json.loads(text, parse_constant=_constant)
+    if text.startswith("\ufeff"):  # json.loads names a byte-order mark; the decoder would not
+        return json.loads(text, parse_constant=_constant)
+    return _DECODER.decode(text)  # one decoder for every line, not one made per call
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def may_hold_surrogate(text: str) -> bool:
+    """Whether parsing JSON text may give a string holding a lone surrogate: the text holds
+    a surrogate itself or a ``\\uD800``-``\\uDFFF`` escape (a false alarm, such as a pair
+    that makes one character, only costs the caller's full check).
+
+    >>> may_hold_surrogate('{"a": "\\\\udc80"}'), may_hold_surrogate('{"a": "é"}')
+    (True, False)
+    """
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+    return "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None
 
 
 def finite(value: Any) -> Any:
@@ -76,6 +103,8 @@ def finite(value: Any) -> Any:
     >>> finite({"x": [float("nan"), 1.5], 1: b"\\x00"})
     {'x': ['nan', 1.5], '1': '00'}
     """
+    if value is None or type(value) is int or type(value) is bool:
+        return value
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
     if isinstance(value, str):
@@ -87,14 +116,13 @@ def finite(value: Any) -> Any:
         return value
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex()
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):
         return {finite(k) if isinstance(k, str) else str(finite(k)): finite(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [finite(v) for v in value]
     return value
 
 
-_DECODER = json.JSONDecoder(parse_constant=_constant)
 _SPACE = " \t\r\n\ufeff"
 
 
@@ -185,14 +213,14 @@ def write_run(store: Store, events: Sequence[Event], *, run_id: str | None, name
     clock = Clock(first if created_us is None else created_us)
     writer = store.create_run(run_id=run_id, name=name, tags=finite(tags), clock=clock,
                               durability="batch")
+
+    def named(i: int, exc: Exception) -> Exception:  # CanonicalJSONError and blob refs included
+        if isinstance(exc, InteropFormatError):
+            return exc
+        return InteropFormatError(where or "<source>", None, f"seq {events[i].seq}: {exc}")
+
     try:
-        for event in events:
-            try:
-                writer.append(event)
-            except (TypeError, ValueError) as exc:  # CanonicalJSONError and blob refs included
-                if isinstance(exc, InteropFormatError):
-                    raise
-                raise InteropFormatError(where or "<source>", None, f"seq {event.seq}: {exc}") from None
+        append_events(writer, events, named=named)
     except BaseException:
         writer.close("failed")
         raise
@@ -200,6 +228,42 @@ def write_run(store: Store, events: Sequence[Event], *, run_id: str | None, name
         clock.us = max(e.ts for e in events)
     writer.close(status)
     return store.run(writer.id, exact=True)
+
+
+#: Events per :meth:`~agentlog.RunWriter.emit_many` call of an import: one lock and one WAL
+#: write for each.
+BATCH = 512
+
+
+def append_events(writer: RunWriter, items: Sequence[Emit | Event], *,
+                  named: Callable[[int, Exception], Exception] | None = None) -> None:
+    """Append imported events (and typed bodies) in :meth:`~agentlog.RunWriter.emit_many`
+    batches of at most :data:`BATCH`, cut where the writer seals a segment (so the segments
+    are those of appending one at a time).
+
+    The writer checks every item as it would one at a time. If it refuses one, nothing of
+    that batch is written, and the batch is appended again one item at a time: the items
+    before the refused one are written, and its error is raised as appending each item as it
+    came would raise it.
+
+    Args:
+        named: turns the ``TypeError`` / ``ValueError`` refusing item ``i`` into the error
+            to raise (one naming the source file and line); default: raised as it is.
+    """
+    start = 0
+    while start < len(items):
+        batch = items[start:start + min(BATCH, writer.segment_room)]
+        try:
+            writer.emit_many(batch)
+        except (AgentlogError, TypeError, ValueError, OSError):  # nothing of it written: one at a time
+            for i, item in enumerate(batch, start=start):
+                try:
+                    writer.emit_many([item])
+                except (TypeError, ValueError) as exc:
+                    if named is None:
+                        raise
+                    raise named(i, exc) from None
+        start += len(batch)
 
 
 _INT64 = 2**63
@@ -213,6 +277,8 @@ def check_event(event: Event, where: str) -> None:
     Raises:
         InteropFormatError: naming ``where``, the seq and the field.
     """
+    if _plainly_fits(event):
+        return
     def bad(field: str, problem: str) -> InteropFormatError:
         return InteropFormatError(where or "<source>", None, f"seq {event.seq}: {problem}", field=field)
 
@@ -236,6 +302,27 @@ def check_event(event: Event, where: str) -> None:
             raise bad(name, f"must be a finite number, got {value!r:.40}")
     if type(event.ts) is not int or not TS_MIN <= event.ts <= TS_MAX:
         raise bad("ts", f"must be a time in years 1..9999 (µs since the epoch), got {event.ts!r:.40}")
+
+
+def _plainly_fits(e: Event) -> bool:
+    """The common case of :func:`check_event`, decided in one expression: ASCII text, plain
+    ints and finite floats, or ``None`` (anything else is decided field by field there)."""
+    t, ts, a, s, m = e.type, e.ts, e.actor, e.span_id, e.model
+    c, i, o, k, u, d = e.caused_by, e.input_tokens, e.output_tokens, e.cached_tokens, e.cost_usd, e.duration_ms
+    return (type(t) is str and t.isascii() and type(ts) is int and TS_MIN <= ts <= TS_MAX
+            and (a is None or (type(a) is str and a.isascii()))
+            and (s is None or (type(s) is str and s.isascii()))
+            and (m is None or (type(m) is str and m.isascii()))
+            and (c is None or (type(c) is int and -_INT64 <= c < _INT64))
+            and (i is None or (type(i) is int and -_INT64 <= i < _INT64))
+            and (o is None or (type(o) is int and -_INT64 <= o < _INT64))
+            and (k is None or (type(k) is int and -_INT64 <= k < _INT64))
+            and (u is None or (type(u) is float and -_BIG < u < _BIG))
+            and (d is None or (type(d) is float and -_BIG < d < _BIG)))
+
+
+#: Finite floats are the ones strictly between these (a NaN compares false with both).
+_BIG = float("inf")
 
 
 def _finite(value: float) -> bool:
@@ -301,8 +388,7 @@ def write_or_extend(store: Store, events: Sequence[Event], *, run_id: str, name:
     clock = Clock(max(e.ts for e in events))
     writer = store.writer(run_id, clock=clock, durability="batch")
     try:
-        for event in rest:
-            writer.append(event)
+        append_events(writer, rest)
     except BaseException:
         writer.close("failed")
         raise

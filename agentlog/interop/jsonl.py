@@ -49,13 +49,13 @@ from ..canonical import canonical_json
 from ..chain import GENESIS, chain_hash, event_body
 from ..errors import BlobNotFoundError, SchemaVersionError
 from ..events import Event
-from ._common import Clock, Source, check_event, loads, no_gc, source_name, store_of
+from ._common import BATCH, Clock, Source, append_events, check_event, loads, no_gc, source_name, store_of
 from .errors import InteropFormatError, InteropIntegrityError
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ..store import Run, Store
+    from ..store import Run, RunWriter, Store
 
 __all__ = ["export_jsonl", "import_jsonl"]
 
@@ -126,16 +126,17 @@ def _relative(folder: Path, dest: Source) -> str:
 def _write(run: Run, table: pa.Table, header: dict[str, Any], out: IO[str], blob_dir: Path | None) -> None:
     import pyarrow as pa
 
+    from ..store.segments import column_values
+
     out.write(canonical_json(header) + "\n")
     seen: set[str] = set()
     blobs = run.store.blobs
     for batch in table.to_batches(max_chunksize=4096):
         cols = {name: batch.column(name) for name in batch.schema.names}
         # ints, not datetimes: the same 64 bits viewed as int64 (a cast would import
-        # pyarrow.compute, 0.1-0.3 s the first time in a process); a dictionary column's
-        # to_pylist() gives its values
+        # pyarrow.compute, 0.1-0.3 s the first time in a process)
         cols["ts"] = cols["ts"].view(pa.int64())
-        values = {name: col.to_pylist() for name, col in cols.items()}
+        values = {name: column_values(col) for name, col in cols.items()}
         lines = []
         for i in range(batch.num_rows):
             payload = values["payload"][i]
@@ -303,8 +304,12 @@ def _blob_dir(header: Mapping[str, Any], src: Source, blobs: str | os.PathLike[s
     return folder
 
 
-def _parse(lines: Iterator[str], where: str) -> Iterator[_Line]:
-    """Parse the lines after the header into events and blobs (checks shape, not the chain)."""
+def _parse(lines: Iterator[str], where: str, *, canonical: bool = True) -> Iterator[_Line]:
+    """Parse the lines after the header into events and blobs (checks shape, not the chain).
+
+    ``canonical=False`` (the second pass, whose payloads the writer encodes itself) leaves
+    :attr:`_Line.payload_json` empty and finds blob references only in a line that has any.
+    """
     for number, text in enumerate(lines, start=2):
         if not text.strip():
             continue
@@ -319,7 +324,7 @@ def _parse(lines: Iterator[str], where: str) -> Iterator[_Line]:
         elif "agentlog" in obj:
             raise InteropFormatError(where, number, f"unknown line kind {obj['agentlog']!r}", field="agentlog")
         else:
-            yield _event_line(obj, where, number)
+            yield _event_line(obj, where, number, canonical=canonical or '"$blob"' in text)
 
 
 def _blob(obj: Mapping[str, Any], where: str, number: int) -> tuple[str, bytes]:
@@ -335,7 +340,7 @@ def _blob(obj: Mapping[str, Any], where: str, number: int) -> tuple[str, bytes]:
     return actual, raw
 
 
-def _event_line(obj: Mapping[str, Any], where: str, number: int) -> _Line:
+def _event_line(obj: Mapping[str, Any], where: str, number: int, *, canonical: bool = True) -> _Line:
     for key in ("seq", "type", "ts", "payload", "hash"):
         if key not in obj:
             raise InteropFormatError(where, number, "missing", field=key)
@@ -345,7 +350,12 @@ def _event_line(obj: Mapping[str, Any], where: str, number: int) -> _Line:
     if not isinstance(obj["hash"], str):
         raise InteropFormatError(where, number, "must be a string", field="hash")
     try:
-        event = Event(payload=payload, hash=obj["hash"], **{f: obj.get(f) for f in _FIELDS})  # type: ignore[arg-type]
+        get = obj.get
+        event = Event(seq=obj["seq"], type=obj["type"], payload=payload, actor=get("actor"),
+                      caused_by=get("caused_by"), span_id=get("span_id"), ts=obj["ts"], model=get("model"),
+                      input_tokens=get("input_tokens"), output_tokens=get("output_tokens"),
+                      cached_tokens=get("cached_tokens"), cost_usd=get("cost_usd"),
+                      duration_ms=get("duration_ms"), hash=obj["hash"])
         check_event(event, where)
     except TypeError as exc:
         raise InteropFormatError(where, number, str(exc)) from None
@@ -353,6 +363,8 @@ def _event_line(obj: Mapping[str, Any], where: str, number: int) -> _Line:
         raise InteropFormatError(where, number, exc.problem, field=exc.field) from None
     if type(event.seq) is not int or event.seq < 0:
         raise InteropFormatError(where, number, f"must be an int >= 0, got {event.seq!r}", field="seq")
+    if not canonical:
+        return _Line(number, event=event)
     try:
         # Parsed JSON has string keys and (with loads) no NaN: the encoder alone gives the
         # canonical text; the writer's full check still runs on append.
@@ -368,7 +380,11 @@ def _body(line: _Line, where: str) -> str:
     event = line.event
     assert event is not None
     try:
-        return event_body(payload_json=line.payload_json, **{f: getattr(event, f) for f in _FIELDS})
+        return event_body(seq=event.seq, type=event.type, payload_json=line.payload_json, actor=event.actor,
+                          caused_by=event.caused_by, span_id=event.span_id, ts=event.ts, model=event.model,
+                          input_tokens=event.input_tokens, output_tokens=event.output_tokens,
+                          cached_tokens=event.cached_tokens, cost_usd=event.cost_usd,
+                          duration_ms=event.duration_ms)
     except (TypeError, ValueError) as exc:
         raise InteropFormatError(where, line.number, str(exc)) from None
 
@@ -442,23 +458,21 @@ def _load(lines: Iterator[str], header: Mapping[str, Any], where: str, store: St
             redact=list(settings.get("redact") or ()))
     except (TypeError, ValueError, OverflowError) as exc:  # a header value a run cannot hold
         raise InteropFormatError(where, 1, f"the header cannot make a run: {exc}") from None
+    batch: list[_Line] = []
     try:
-        for line in _parse(lines, where):
+        for line in _parse(lines, where, canonical=False):
             if line.blob is not None:
+                _append(writer, batch, store, blob_dir, where)  # the events before it first
                 store.blobs.write(line.blob[0], line.blob[1], durable=True)
                 continue
             event = line.event
             assert event is not None
             if event.seq <= skip:
                 continue
-            for ref in line.refs:
-                if not store.blobs.exists(ref) and blob_dir is not None:
-                    file = blob_dir / "sha256" / ref[7:9] / ref[9:]
-                    store.blobs.write(ref, file.read_bytes(), durable=True)
-            try:
-                writer.append(event)
-            except (TypeError, ValueError) as exc:  # CanonicalJSONError, a blob ref: named by line
-                raise InteropFormatError(where, line.number, f"seq {event.seq}: {exc}") from None
+            batch.append(line)
+            if len(batch) >= min(BATCH, writer.segment_room):
+                _append(writer, batch, store, blob_dir, where)
+        _append(writer, batch, store, blob_dir, where)
     except BaseException:
         writer.close("failed")
         raise
@@ -468,6 +482,24 @@ def _load(lines: Iterator[str], header: Mapping[str, Any], where: str, store: St
     status = header.get("status")
     writer.close(status if isinstance(status, str) and status and status != "open" else "closed")
     return store.run(writer.id, exact=True)
+
+
+def _append(writer: RunWriter, batch: list[_Line], store: Store, blob_dir: Path | None, where: str) -> None:
+    """Append the events of ``batch`` (then empty it), their blobs from the folder first."""
+    if not batch:
+        return
+    for line in batch:
+        for ref in line.refs:
+            if not store.blobs.exists(ref) and blob_dir is not None:
+                file = blob_dir / "sha256" / ref[7:9] / ref[9:]
+                store.blobs.write(ref, file.read_bytes(), durable=True)
+
+    def named(i: int, exc: Exception) -> Exception:  # CanonicalJSONError, a blob ref: named by line
+        return InteropFormatError(where, batch[i].number, f"seq {events[i].seq}: {exc}")
+
+    events = [line.event for line in batch if line.event is not None]
+    append_events(writer, events, named=named)
+    batch.clear()
 
 
 def _fork_of(header: Mapping[str, Any], store: Store, at_cut: str | None) -> tuple[str, int] | None:

@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..events import SpanStarted
 from ..events.event import Event
+from ..store.writer import Emit
 from . import semconv as sc
-from ._common import SOURCE_TAG, Clock, renumber_cause
+from ._common import SOURCE_TAG, Clock, append_events, renumber_cause
 from .otlp_read import OtelSpan
 from .spanmap import (
     LLM,
@@ -136,25 +137,32 @@ def _span_items(span: OtelSpan, depth: int, index: int, parent: str | None, call
     return items
 
 
-def _events(items: list[_Item], first_seq: int) -> list[Event]:
-    """Number the items from ``first_seq``, link causes, and build the events."""
+def _events(items: list[_Item], first_seq: int) -> list[Emit | Event]:
+    """Number the items from ``first_seq``, link causes, and build the events: a typed body
+    (checked when the mapping built it) as an :class:`Emit` at its time, an exported event of
+    any type as an :class:`Event`, which the writer checks as an imported one."""
     old_to_new: dict[int, int] = {}
     for seq, item in enumerate(items, start=first_seq):
         item.seq = seq
         if item.out.old_seq is not None:
             old_to_new[item.out.old_seq] = seq
-    events = []
+    events: list[Emit | Event] = []
     for item in items:
         out = item.out
         cause = item.cause.seq if item.cause is not None else renumber_cause(out.old_cause, old_to_new, item.seq)
-        events.append(Event(seq=item.seq, type=out.type, payload=renumbered(out, old_to_new), actor=out.actor,
-                            caused_by=cause, span_id=item.span, ts=item.ns // 1000, **dict(out.columns)))
+        if out.body is not None:
+            events.append(Emit(out.body, out.actor, cause, item.span, item.ns // 1000))
+        else:
+            events.append(Event(seq=item.seq, type=out.type, payload=renumbered(out, old_to_new), actor=out.actor,
+                                caused_by=cause, span_id=item.span, ts=item.ns // 1000, **dict(out.columns)))
     return events
 
 
-def trace_events(spans: list[OtelSpan], index: TraceIndex, first_seq: int) -> tuple[list[Event], dict[str, Any]]:
+def trace_events(spans: list[OtelSpan], index: TraceIndex,
+                 first_seq: int) -> tuple[list[Emit | Event], dict[str, Any]]:
     """The events of the spans of one trace that ``index`` does not hold yet (it is updated),
-    and what an agentlog export's root span says about the run (name, tags)."""
+    from ``first_seq`` on, and what an agentlog export's root span says about the run (name,
+    tags)."""
     new = [s for s in spans if s.span_id not in index.spans]
     roots = {s.span_id for s in new if s.attributes.get(sc.AL_ROOT) is True}
     run_info: dict[str, Any] = {}
@@ -270,12 +278,11 @@ class TraceRuns:
             writer = self.store.create_run(run_id=run_id, name=self.name or _name(trace_id, spans, info),
                                            tags=_tags(trace_id, spans, info), clock=clock, durability="batch")
             held = self._open[run_id] = _Open(writer, index, clock, 0.0)
-        held.clock.us = max(held.clock.us, max(e.ts for e in events))
+        held.clock.us = max(held.clock.us, max(e.ts or 0 for e in events))
         if held.writer is None:
             held.writer = self.store.writer(run_id, clock=held.clock, durability="batch")
             self._open[run_id] = held
-        for event in events:
-            held.writer.append(event)
+        append_events(held.writer, events)
         held.writer.flush()
         held.touched = time.monotonic()
         return run_id

@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from ._common import Source, iso_to_us, json_values, read_text, source_name
+from ._common import Source, iso_to_us, json_values, may_hold_surrogate, read_text, source_name
 from .errors import InteropFormatError
 
 if TYPE_CHECKING:
@@ -81,11 +81,16 @@ def read_spans(src: Source | Mapping[str, Any]) -> list[OtelSpan]:
     if isinstance(src, Mapping):
         return spans_of_json(src, "<request>", 1)
     name = source_name(src)
+    text = read_text(src)
+    # Parsed JSON holds a lone surrogate only where the text holds one, itself or as a JSON
+    # escape (a file decoded from UTF-8: only as an escape): a text with neither needs no
+    # walk of each request for one (_check_text).
+    unicode = not may_hold_surrogate(text)
     spans: list[OtelSpan] = []
-    for line, value in json_values(read_text(src), name):
+    for line, value in json_values(text, name):
         for item in (value if isinstance(value, list) else [value]):
             if isinstance(item, Mapping) and "resourceSpans" in item:
-                spans.extend(spans_of_json(item, name, line))
+                spans.extend(spans_of_json(item, name, line, unicode=unicode))
             elif isinstance(item, Mapping) and "context" in item and "name" in item:
                 spans.append(_console(item, name, line))
             else:
@@ -97,7 +102,8 @@ def read_spans(src: Source | Mapping[str, Any]) -> list[OtelSpan]:
 # --- OTLP/JSON: read directly where it is plain, else through the official protobuf messages ---
 
 
-def spans_of_json(request: Mapping[str, Any], name: str, line: int | None) -> list[OtelSpan]:
+def spans_of_json(request: Mapping[str, Any], name: str, line: int | None, *,
+                  unicode: bool = False) -> list[OtelSpan]:
     """The spans of an OTLP/JSON ``ExportTraceServiceRequest``.
 
     A request in the shape exporters write (hex ids, enums and int64 values as the spec's JSON
@@ -106,10 +112,16 @@ def spans_of_json(request: Mapping[str, Any], name: str, line: int | None) -> li
     mapping allows and names what it refuses. The direct reader exists for speed: protobuf's
     JSON mapping is pure Python and took three quarters of an import's time.
 
+    Args:
+        unicode: the caller knows that no string of ``request`` holds a lone surrogate (it
+            read the JSON text), so it is not looked for.
+
     Raises:
-        InteropFormatError: not an ``ExportTraceServiceRequest`` (names the field).
+        InteropFormatError: not an ``ExportTraceServiceRequest`` (names the field), or text
+            that is not valid Unicode.
     """
-    _check_text(request, name, line)
+    if not unicode:
+        _check_text(request, name, line)
     where = f"{name}:{line}"
     try:
         return list(_plain_spans(request, where))
@@ -220,7 +232,14 @@ def _plain_attrs(items: Any) -> dict[str, Any]:
     out = {}
     for kv in _plain_list(items):
         kv = _plain_obj(kv)
-        out[_plain_str(kv.get("key"))] = _plain_value(kv.get("value"))
+        key = _plain_str(kv.get("key"))
+        value = kv.get("value")
+        if type(value) is dict and len(value) == 1:  # most values: a string, read here
+            text = value.get("stringValue")
+            if type(text) is str:
+                out[key] = text
+                continue
+        out[key] = _plain_value(value)
     return out
 
 

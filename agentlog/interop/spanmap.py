@@ -90,7 +90,7 @@ from ..events import (
 )
 from ..events.event import USAGE_FIELDS
 from . import semconv as sc
-from ._common import finite
+from ._common import finite, may_hold_surrogate
 from .messages import from_openinference, from_parts
 from .otlp_read import OtelSpan
 
@@ -135,7 +135,8 @@ class Out:
     exported before, its actor and its seq and cause in the exported run."""
 
     type: str
-    payload: Mapping[str, Any]
+    given: Mapping[str, Any] | None = None
+    """The payload of an exported event (``None`` for a body's: see :attr:`payload`)."""
     columns: Mapping[str, Any] = field(default_factory=dict)
     actor: str | None = None
     old_seq: int | None = None
@@ -146,7 +147,15 @@ class Out:
     @classmethod
     def of(cls, body: Body) -> Out:
         """The event of a typed body."""
-        return cls(body.TYPE, body.to_payload(), body.columns(), body=body)
+        return cls(body.TYPE, None, body.columns(), body=body)
+
+    @property
+    def payload(self) -> Mapping[str, Any]:
+        """The event's payload: the body's (made when asked: a writer given the body makes
+        it itself), or the exported one."""
+        if self.body is not None:
+            return self.body.to_payload()
+        return self.given if self.given is not None else {}
 
 
 # --- small readers ------------------------------------------------------------------------------
@@ -172,9 +181,16 @@ def json_value(text: Any) -> Any:
     """
     if isinstance(text, str):
         try:
-            return finite(json.loads(text))
+            value = json.loads(text)
         except ValueError:
             return text
+        # Parsed JSON holds only dicts with string keys, lists and scalars: only a NaN or
+        # Infinity token or a surrogate (escaped, or in the text itself) can give what
+        # finite() changes, and a text with none needs no second walk (a false alarm only
+        # costs the walk).
+        if "NaN" in text or "Infinity" in text or may_hold_surrogate(text):
+            return finite(value)
+        return value
     return finite(text)
 
 
@@ -395,8 +411,6 @@ def _usage(a: Mapping[str, Any]) -> Usage | None:
 
 
 def _cost(a: Mapping[str, Any], model: Any, usage: Usage | None, span: OtelSpan) -> tuple[float | None, Any]:
-    from .. import pricing
-
     given = _number(_first(a, sc.AL_COST, sc.OI_COST_TOTAL))
     said = a.get(sc.AL_COST_SOURCE)
     source = said if said in _COST_SOURCES else None
@@ -406,6 +420,8 @@ def _cost(a: Mapping[str, Any], model: Any, usage: Usage | None, span: OtelSpan)
         return None, source
     if not isinstance(model, str) or usage is None:
         return None, "unknown"
+    from .. import pricing  # the catalog, only for a cost the span does not give
+
     provider = _first(a, sc.GEN_AI_PROVIDER, sc.GEN_AI_SYSTEM, sc.OI_PROVIDER, sc.OI_SYSTEM)
     when = datetime.fromtimestamp(span.start_ns / 1e9, tz=UTC)
     found = pricing.cost(model, usage, provider=provider if isinstance(provider, str) else None,

@@ -23,7 +23,7 @@ from ..events import STATE_PATCH, BlobRef, Event, lift, registry
 from ..events.origin import SOURCE_TAG
 from .lock import writer_is_live
 from .meta import read_meta
-from .segments import SCHEMA, empty_table
+from .segments import SCHEMA, column_values, empty_table
 from .snapshot import Segment, SegmentCache, Snapshot, load_snapshot
 from .wal import TornWALWarning
 
@@ -513,7 +513,7 @@ def _table_events(table: pa.Table, decode: Callable[[str, int], Any], run_id: st
     for batch in table.to_batches(max_chunksize=_BATCH):
         cols = [batch.column(i) for i in range(batch.num_columns)]
         cols[5] = cols[5].view(pa.int64())  # ts: ints, not datetimes (a view: no compute kernel)
-        values = [c.to_pylist() for c in cols]
+        values = [column_values(c) for c in cols]
         values[6] = _payloads(values[6], values[0], decode)
         for row in zip(*values, strict=True):
             yield Event(seq=row[0], type=row[1], payload=_current(row[1], row[6], run_id, row[0]),

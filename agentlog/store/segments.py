@@ -33,6 +33,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SCHEMA_VERSION_KEY",
     "check_schema_version",
+    "column_values",
     "empty_table",
     "parse_segment_name",
     "read_footer",
@@ -159,6 +160,21 @@ def _column(values: list[Any], type: pa.DataType) -> pa.Array:
     zero = 0.0 if code == "d" else 0
     numbers = array(code, values if not nulls else [zero if v is None else v for v in values])
     return pa.Array.from_buffers(type, n, [valid, pa.py_buffer(numbers)], null_count=nulls)
+
+
+def column_values(column: pa.Array) -> list[Any]:
+    """A column's values as a Python list; a dictionary column (``type``) decoded through its
+    indices, which costs a list lookup a value instead of the scalar ``to_pylist`` makes for
+    each (about 3 µs: 30 ms per 10,000 events). No compute kernel: ``pyarrow.compute`` takes
+    0.1-0.3 s to import.
+
+    >>> column_values(pa.array(["a", "b", "a"]).dictionary_encode())
+    ['a', 'b', 'a']
+    """
+    if isinstance(column, pa.DictionaryArray) and not column.null_count:
+        names = column.dictionary.to_pylist()
+        return [names[i] for i in column.indices.to_pylist()]
+    return column.to_pylist()  # type: ignore[no-any-return]
 
 
 def empty_table() -> pa.Table:

@@ -86,7 +86,8 @@ class SegmentCache:
         return footer
 
     def read(self, path: Path) -> pa.Table:
-        """The table of a segment file.
+        """The table of a segment file: put together from its row groups if every column of
+        every group was read already (iterating over a run reads them all), else read whole.
 
         Raises:
             CorruptSegmentError, SchemaVersionError: see :func:`read_segment`.
@@ -95,9 +96,26 @@ class SegmentCache:
         hit = self._tables.get(path.name)
         if hit is not None and hit[0] == key:
             return hit[1]
-        table = read_segment(path, self.fs)
+        table = self._from_groups(path, key)
+        if table is None:
+            table = read_segment(path, self.fs)
         self._tables[path.name] = (key, table)
         return table
+
+    def _from_groups(self, path: Path, key: tuple[int, int, int]) -> pa.Table | None:
+        """The segment's table from the row groups already read (checked as they were read,
+        as :func:`read_segment` checks a whole file), or ``None`` if one is missing."""
+        footer = self._footers.get(path.name)
+        if footer is None or footer.key != key:  # never read by group, or the file was replaced
+            return None
+        chunks = self._chunks
+        groups = range(len(footer.starts) - 1)
+        try:
+            arrays = [pa.chunked_array([c for g in groups for c in chunks[(path.name, g, name)].chunks],
+                                       type=SCHEMA.field(name).type) for name in COLUMNS]
+        except KeyError:
+            return None
+        return pa.Table.from_arrays(arrays, schema=SCHEMA)
 
     def rows(self, path: Path, lo: int, hi: int, columns: tuple[str, ...] | None) -> pa.Table:
         """Rows ``lo <= i < hi`` of ``columns`` (all if None) of a segment: from its table if

@@ -21,6 +21,7 @@ from ..accessors import Extensible
 from ..chain import GENESIS, Problem, ProblemKind, check_chain, event_body
 from ..errors import BlobNotFoundError, InvalidBlobRefError, SchemaVersionError, StoreError
 from ..events import BlobRef
+from .segments import column_values
 from .wal import decode_line
 
 if TYPE_CHECKING:
@@ -177,7 +178,7 @@ def _table_rows(table: pa.Table) -> Iterator[tuple[Any, ...]]:
     for batch in table.to_batches(max_chunksize=_BATCH):
         cols = [batch.column(i) for i in range(batch.num_columns)]
         cols[5] = cols[5].cast(pa.int64())
-        yield from zip(*(c.to_pylist() for c in cols), strict=True)
+        yield from zip(*(column_values(c) for c in cols), strict=True)
 
 
 def _bodies(parts: Iterable[Iterable[tuple[Any, ...]]],

@@ -62,6 +62,9 @@ class Emit(NamedTuple):
     actor: str | None = None
     caused_by: int | None = None
     span_id: str | None = None
+    ts: int | None = None
+    """The event's time in microseconds since the epoch, for an event taken from another
+    system (a span's start or end); ``None``: read from the writer's clock."""
 
 
 class _Staged(NamedTuple):
@@ -154,6 +157,13 @@ class RunWriter:
     def head(self) -> str:
         """The hash of the last event (the chain's start before the first)."""
         return self._head
+
+    @property
+    def segment_room(self) -> int:
+        """How many more events the open segment takes: the append that brings it to 0 seals
+        it. A bulk copy that cuts its :meth:`emit_many` batches here gets the segments that
+        appending one event at a time gives."""
+        return max(self._segment_events - len(self._rows), 1)
 
     @property
     def redactor(self) -> Redactor:
@@ -260,17 +270,20 @@ class RunWriter:
                            duration_ms=event.duration_ms, at=(event.seq, event.ts),
                            expect=event.hash or None)
 
-    def emit_many(self, items: Iterable[Emit], *, hold: bool = False) -> list[Event]:
-        """Append several events built by typed bodies under one lock, with one WAL write.
+    def emit_many(self, items: Iterable[Emit | Event], *, hold: bool = False) -> list[Event]:
+        """Append several events under one lock, with one WAL write.
 
-        The events get consecutive seqs and are chained exactly as the same bodies appended one
-        by one with :meth:`emit` would be (the ``ts`` of each is read from the clock as it is
-        staged). All or nothing: if one is refused (a bad field, a value with no canonical form)
-        none is written and no seq is used up.
+        The events get consecutive seqs and are chained exactly as the same items appended one
+        by one would be: an :class:`Emit` as :meth:`emit` appends its body (its ``ts`` read
+        from the clock as it is staged, unless it gives one), an :class:`Event` as
+        :meth:`append` appends it (its seq must be the next, its ``ts`` is kept, its payload
+        is checked as an imported one and its hash, when set, must be the chain hash). All or
+        nothing: if one is refused (a bad field, a value with no canonical form, a hash that
+        differs) none is written and no seq is used up.
 
         Args:
-            items: :class:`Emit` tuples (a checked body and where it comes from); a
-                ``caused_by`` may name an earlier event of the same batch.
+            items: :class:`Emit` tuples (a checked body and where it comes from) and events
+                copied in; a ``caused_by`` may name an earlier event of the same batch.
             hold: keep the WAL lines in memory instead of writing them now: they are written
                 with the next append that does not hold, by :meth:`flush`, before a seal, at
                 :meth:`close`, and by a background thread at most :data:`HOLD_MS` ms after the
@@ -285,6 +298,8 @@ class RunWriter:
         Raises:
             RunClosedError, TypeError, CanonicalJSONError, InvalidBlobRefError,
                 BlobNotFoundError: as for :meth:`emit`, naming the seq of the refused event.
+            ValueError: an event's seq is not its place in the batch, or its hash differs
+                from the chain hash (as for :meth:`append`).
             OSError: the WAL write failed (nothing of this batch is written; lines held
                 before stay held).
 
@@ -300,13 +315,22 @@ class RunWriter:
             staged: list[_Staged] = []
             seq, head = self._seq, self._head
             for item in items:
-                body = item.body
-                if not isinstance(body, Body):
-                    raise TypeError(f"run {self.id!r}, seq {seq}: emit_many takes typed bodies, got "
-                                    f"{_tname(body)}")
-                one = self._stage(body.TYPE, body.to_payload(), seq=seq, head=head, actor=item.actor,
-                                  caused_by=item.caused_by, span_id=item.span_id, checked=True,
-                                  **_usage_columns(body.columns()))
+                if isinstance(item, Event):  # copied in: checked as append() checks it
+                    one = self._stage(item.type, item.payload, seq=seq, head=head, actor=item.actor,
+                                      caused_by=item.caused_by, span_id=item.span_id, model=item.model,
+                                      input_tokens=item.input_tokens, output_tokens=item.output_tokens,
+                                      cached_tokens=item.cached_tokens, cost_usd=item.cost_usd,
+                                      duration_ms=item.duration_ms, at=(item.seq, item.ts),
+                                      expect=item.hash or None)
+                else:
+                    body = item.body
+                    if not isinstance(body, Body):
+                        raise TypeError(f"run {self.id!r}, seq {seq}: emit_many takes typed bodies "
+                                        f"and events, got {_tname(body)}")
+                    one = self._stage(body.TYPE, body.to_payload(), seq=seq, head=head, actor=item.actor,
+                                      caused_by=item.caused_by, span_id=item.span_id, checked=True,
+                                      at=None if item.ts is None else (seq, item.ts),
+                                      **_usage_columns(body.columns()))
                 staged.append(one)
                 seq, head = seq + 1, one.event.hash
             if staged:

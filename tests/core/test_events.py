@@ -107,6 +107,19 @@ def test_reading_back_keeps_unknown_keys_without_checking() -> None:
     assert body.to_payload() == e.payload
 
 
+def test_an_imported_payload_is_checked_field_by_field_and_keeps_its_extra_keys() -> None:
+    plain = {"key": "k", "name": "lookup", "result": {"rows": 2}}
+    assert ev.check_payload("tool.result", plain, strict=False) == ev.ToolResult.from_payload(plain, check=False)
+    extra = {**plain, "source_note": "from drangue"}
+    body = ev.check_payload("tool.result", extra, strict=False)
+    assert body is not None and body.extra == {"source_note": "from drangue"} and body.to_payload() == extra
+    with pytest.raises(EventSchemaError, match="one of the fields"):
+        ev.check_payload("tool.result", extra, strict=True)
+    for payload in ({**plain, "name": 7}, {**plain, "name": 7, "source_note": "x"}):
+        with pytest.raises(EventSchemaError, match="tool.result name: 7 .int.; expected str"):
+            ev.check_payload("tool.result", payload, strict=False)
+
+
 def test_of_refuses_another_type() -> None:
     with pytest.raises(EventSchemaError, match="an event of type tool.call"):
         ev.ToolCall.of(al.Event(seq=0, type="note"))

@@ -13,7 +13,7 @@ import pytest
 from _store_helpers import PYTHON, FixedClock, child_env
 
 from agentlog.errors import CanonicalJSONError
-from agentlog.events import LLMRequest, LLMResponse, Note, SpanEnded, SpanStarted, Usage
+from agentlog.events import Event, LLMRequest, LLMResponse, Note, SpanEnded, SpanStarted, Usage
 from agentlog.store import Store
 from agentlog.store.writer import Emit
 
@@ -137,3 +137,76 @@ def test_a_crash_loses_only_lines_still_held(tmp_path: Path) -> None:
     run = store.run("r")
     assert [e.payload["text"] for e in run.iter_events()] == ["held, then written", "and this", "acknowledged"]
     assert run.verify().ok
+
+
+# --- events copied in (imports) -------------------------------------------------------------------
+
+
+def _source(store: Store) -> list[Any]:
+    """The events of a run written one at a time: typed bodies, a long (blob) text, notes."""
+    w = store.create_run(run_id="src", durability="none", clock=FixedClock(), segment_events=7)
+    for i in range(4):
+        for item in _events(i):
+            w.emit(item.body, actor=item.actor, caused_by=item.caused_by, span_id=item.span_id)
+        w.emit("note", {"text": f"after step {i}", "extra": [i]})
+    w.close()
+    return list(store.run("src").iter_events())
+
+
+def test_events_copied_in_a_batch_chain_as_appended_one_at_a_time(store: Store) -> None:
+    events = _source(store)
+    one = store.create_run(run_id="one", durability="none")
+    for event in events:
+        one.append(event)
+    one.close()
+    many = store.create_run(run_id="many", durability="none")
+    stored = many.emit_many(events[:9]) + many.emit_many(events[9:])
+    many.close()
+    assert [e.hash for e in stored] == [e.hash for e in events] and [e.ts for e in stored] == [e.ts for e in events]
+    assert _rows(store, "many") == _rows(store, "one") == _rows(store, "src")
+    assert store.run("many").verify().ok
+
+
+def test_a_copied_event_whose_hash_differs_writes_nothing_of_its_batch(store: Store) -> None:
+    events = _source(store)
+    w = store.create_run(run_id="r", durability="none")
+    w.emit_many(events[:2])
+    changed = [events[2], events[3], Event(**{**_fields(events[4]), "payload": {"text": "other"}})]
+    with pytest.raises(ValueError, match=r"run 'r', seq 4: the event's hash .* differs from the chain hash"):
+        w.emit_many(changed)
+    assert w.seq == 2 and len(w.run) == 2
+    with pytest.raises(ValueError, match="run 'r': cannot append seq 5; the next seq is 2"):
+        w.emit_many([events[5]])
+    assert [e.seq for e in w.emit_many(events[2:5])] == [2, 3, 4]
+    w.close()
+    assert _rows(store, "r") == _rows(store, "src")[:5]
+
+
+def test_an_emit_at_its_own_time_keeps_it(store: Store) -> None:
+    body = SpanStarted(name="imported", kind="tool", attributes={"n": 1}, otel={"kind": "CLIENT", "scope": None})
+    clock = FixedClock()
+    w = store.create_run(run_id="r", durability="none", clock=clock)
+    next_tick = round(clock.now * 1_000_000)  # the clock is read once, for the event without a ts
+    [at, now] = w.emit_many([Emit(body, span_id="s0", ts=1_234_567), Emit(_note("now"))])
+    w.close()
+    assert at.ts == 1_234_567 and now.ts == next_tick
+    copy = store.create_run(run_id="copy", durability="none")  # the same event, copied in with its ts
+    assert copy.append(Event(seq=0, type=body.TYPE, payload=body.to_payload(), span_id="s0", ts=1_234_567)).hash == at.hash
+    copy.close()
+
+
+def test_segment_room_counts_down_to_the_seal(store: Store) -> None:
+    w = store.create_run(run_id="r", durability="none", segment_events=5)
+    assert w.segment_room == 5
+    w.emit_many([Emit(_note("a")), Emit(_note("b")), Emit(_note("c"))])
+    assert w.segment_room == 2
+    w.emit_many([Emit(_note("d")), Emit(_note("e"))])  # fills the segment: sealed
+    assert w.segment_room == 5
+    w.close()
+    assert [p.name for p in sorted(store.run("r").path.glob("events-*.parquet"))] == ["events-000000000000.parquet"]
+
+
+def _fields(event: Event) -> dict[str, Any]:
+    return {f: getattr(event, f) for f in ("seq", "type", "payload", "actor", "caused_by", "span_id", "ts", "model",
+                                           "input_tokens", "output_tokens", "cached_tokens", "cost_usd",
+                                           "duration_ms", "hash")}
