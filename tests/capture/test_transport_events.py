@@ -103,3 +103,17 @@ def test_with_fsync_every_event_of_a_call_is_on_disk_before_it_returns(tmp_path:
         seen = [e.type for e in al.Store(tmp_path / "store").run("synced").iter_events()]
         assert seen[-3:] == ["http.response", "llm.response", "span.ended"]
     writer.close()
+
+
+@pytest.mark.parametrize("at", [1, 2])  # the cut after span.started, after llm.request
+def test_a_fork_cut_inside_the_request_batch_links_the_request_to_its_model_call(store: Any, at: int) -> None:
+    parent = record(store)
+    fork = al.fork(parent, at, program=program(Remote()))
+    events = list(fork.iter_events())
+    assert events[at + 1].type == "fork.started"
+    asked = next(e for e in events[2:] if e.type == "llm.request")  # the first call's: kept or re-made
+    request = next(e for e in events[at + 1:] if e.type == "http.request")
+    assert request.caused_by == asked.seq
+    answer = next(e for e in events[at + 1:] if e.type == "llm.response")
+    assert answer.caused_by == asked.seq and answer.span_id == request.span_id == events[1].span_id
+    assert fork.verify().ok

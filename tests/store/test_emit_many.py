@@ -137,3 +137,16 @@ def test_a_crash_loses_only_lines_still_held(tmp_path: Path) -> None:
     run = store.run("r")
     assert [e.payload["text"] for e in run.iter_events()] == ["held, then written", "and this", "acknowledged"]
     assert run.verify().ok
+
+
+def test_an_item_names_its_cause_by_its_place_in_the_batch(store: Store) -> None:
+    w = store.create_run(run_id="r", durability="none")
+    w.emit(_note("before"))
+    events = w.emit_many([Emit(_note("a")), Emit(_note("b"), caused_by_item=0), Emit(_note("c"), caused_by=0),
+                          Emit(_note("d"), caused_by_item=1)], hold=True)
+    assert [e.caused_by for e in events] == [None, 1, 0, 2]
+    for bad in (1, 5, -1, "0"):  # not an earlier item of the batch: nothing written
+        with pytest.raises(ValueError, match="caused_by_item"):
+            w.emit_many([Emit(_note("x")), Emit(_note("y"), caused_by_item=bad)])  # type: ignore[arg-type]
+    w.close()
+    assert [e.caused_by for e in store.run("r").iter_events()] == [None, None, 1, 0, 2]
