@@ -47,6 +47,7 @@ class BlobStore:
         self.fs = fs
         """Where the blobs are read from (see :mod:`.fsys`)."""
         self._folders: dict[str, Path] = {}  # the <2 hex> folders this process made or found
+        self._parents_synced = False  # sha256/, blobs/ and the store's names fsynced by this process
 
     def __repr__(self) -> str:
         return f"<BlobStore {self.root}>"
@@ -115,6 +116,7 @@ class BlobStore:
             write_new(final, raw, durable=durable)
         except FileNotFoundError:  # the folder went away since this process saw it
             self._folders.pop(hex[:2], None)
+            self._parents_synced = False
             self._folder(Path(final).parent, durable)
             write_new(final, raw, durable=durable)
 
@@ -122,9 +124,11 @@ class BlobStore:
         """Make a blob folder (``sha256/<2 hex>``) if it is not there, and remember it is."""
         if not folder.is_dir():
             folder.mkdir(parents=True, exist_ok=True)
-            if durable:  # the new folders' names must survive too
-                for parent in (folder.parent, self.root, self.root.parent):
+            if durable:  # the new folders' names must survive too (sha256/ and blobs/: once)
+                for parent in (folder.parent,) if self._parents_synced else (folder.parent, self.root,
+                                                                             self.root.parent):
                     fsync_dir(parent)
+                self._parents_synced = True
         self._folders[folder.name] = folder
 
     def read(self, digest: str) -> bytes:

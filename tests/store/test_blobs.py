@@ -130,3 +130,17 @@ def test_a_blob_another_writer_stored_first_stays(tmp_path: Path) -> None:
     assert target.read_bytes() == b"first" and [p.name for p in tmp_path.iterdir()] == ["blob"]
     with pytest.raises(FileNotFoundError):
         write_new(str(tmp_path / "no-folder" / "blob"), b"x")
+
+
+def test_a_new_blob_folder_fsyncs_its_parents_names_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentlog.store import blobs as blobs_module
+    synced: list[Path] = []
+    real = blobs_module.fsync_dir
+    monkeypatch.setattr(blobs_module, "fsync_dir", lambda path: (synced.append(Path(path)), real(path))[1])
+    blobs = BlobStore(tmp_path / "store" / "blobs")
+    first = blobs.put(b"a")
+    second = next(blobs.put(bytes([i])) for i in range(1, 256) if sha(bytes([i]))[7:9] != first.hex[:2])
+    sha256 = tmp_path / "store" / "blobs" / "sha256"
+    assert synced[:3] == [sha256, tmp_path / "store" / "blobs", tmp_path / "store"]  # all new: every name
+    assert synced[3:] == [sha256]  # the next folder: only its own name in sha256/
+    assert blobs.path(second.digest).parent.parent == sha256
