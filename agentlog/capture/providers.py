@@ -238,12 +238,15 @@ def _plan(provider_id: str, flavor: str, holder: str) -> _Plan | None:
 
 
 def _read_plan(snap: Any, provider_id: str, flavor: str, holder: str) -> _Plan | None:
-    extractor = next(e for e in snap.find_provider(None, provider_id, None).extractors
-                     if e.api_flavor == flavor)
+    try:
+        extractor = next(e for e in snap.find_provider(None, provider_id, None).extractors or ()
+                         if e.api_flavor == flavor)
+        known = extractor._reported_usage_keys  # the counts its Usage has (it skips the others)
+    except (LookupError, StopIteration, AttributeError):  # not as this code knows it: its own extractor
+        return None
     root = [extractor.root] if isinstance(extractor.root, str) else list(extractor.root)
     if root != [holder]:
         return None
-    known = extractor._reported_usage_keys  # the counts its Usage has (it skips the others)
     plan = []
     for mapping in extractor.mappings:
         path = (mapping.path,) if isinstance(mapping.path, str) else tuple(mapping.path)
