@@ -8,7 +8,9 @@ It was made from the tree in which the transport wrote a call's events one ``emi
 
 ``tests/capture/test_transport_events.py`` checks that the transport writes exactly these
 events (every hash the same) and that they replay. Regenerate only when what a recorded call
-writes is meant to change: a run recorded before would no longer replay.
+writes is meant to change (a run recorded before would no longer replay), or when a new
+genai-prices changes gpt-4o-mini's price (the ``llm.response`` costs, and so every hash from
+there on): then from a tree whose transport is known to write what it wrote here.
 """
 
 from __future__ import annotations
