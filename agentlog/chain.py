@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from .canonical import dumps_str
 from .events import Event
@@ -67,18 +67,6 @@ class Problem:
     """What is wrong, in words."""
 
 
-def _num(value: Any) -> str:
-    return "null" if value is None else str(int(value))
-
-
-def _real(value: Any) -> str:
-    return "null" if value is None else repr(float(value))
-
-
-def _text(value: str | None) -> str:
-    return "null" if value is None else dumps_str(value)
-
-
 def event_body(*, seq: int, type: str, payload_json: str, actor: str | None = None,
                caused_by: int | None = None, span_id: str | None = None, ts: int = 0,
                model: str | None = None, input_tokens: int | None = None,
@@ -92,11 +80,18 @@ def event_body(*, seq: int, type: str, payload_json: str, actor: str | None = No
     >>> event_body(seq=0, type="note", payload_json='{"a":1}', ts=5)
     '{"actor":null,"cached_tokens":null,"caused_by":null,"cost_usd":null,"duration_ms":null,"input_tokens":null,"model":null,"output_tokens":null,"payload":{"a":1},"seq":0,"span_id":null,"ts":5,"type":"note"}'
     """
-    return (f'{{"actor":{_text(actor)},"cached_tokens":{_num(cached_tokens)},'
-            f'"caused_by":{_num(caused_by)},"cost_usd":{_real(cost_usd)},'
-            f'"duration_ms":{_real(duration_ms)},"input_tokens":{_num(input_tokens)},'
-            f'"model":{_text(model)},"output_tokens":{_num(output_tokens)},'
-            f'"payload":{payload_json},"seq":{int(seq)},"span_id":{_text(span_id)},'
+    # The helpers inlined for the None most columns are (an append builds one per event).
+    null = "null"
+    return (f'{{"actor":{null if actor is None else dumps_str(actor)},'
+            f'"cached_tokens":{null if cached_tokens is None else int(cached_tokens)},'
+            f'"caused_by":{null if caused_by is None else int(caused_by)},'
+            f'"cost_usd":{null if cost_usd is None else repr(float(cost_usd))},'
+            f'"duration_ms":{null if duration_ms is None else repr(float(duration_ms))},'
+            f'"input_tokens":{null if input_tokens is None else int(input_tokens)},'
+            f'"model":{null if model is None else dumps_str(model)},'
+            f'"output_tokens":{null if output_tokens is None else int(output_tokens)},'
+            f'"payload":{payload_json},"seq":{int(seq)},'
+            f'"span_id":{null if span_id is None else dumps_str(span_id)},'
             f'"ts":{int(ts)},"type":{dumps_str(type)}}}')
 
 

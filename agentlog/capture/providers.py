@@ -187,24 +187,101 @@ def _camel(value: Any) -> Any:
 
 def _catalog(usage: Mapping[str, Any], shape: Shape) -> Usage:
     """Counts read by genai-prices' own extractor for the shape (a missing count is 0)."""
-    import genai_prices
-
     assert shape.catalog is not None
-    provider_id, flavor = shape.catalog
     report = dict(usage)
     for name in shape.required:  # genai-prices refuses a report without them; agentlog reads 0
         report.setdefault(name, 0)
-    try:
-        found = genai_prices.extract_usage({shape.holder: report}, provider_id=provider_id,
-                                           api_flavor=flavor).usage
-    except ValueError as exc:
-        raise UsageError(shape.name, sorted(usage), f"genai-prices could not read it: {exc}") from exc
-    value = vars(found).get  # the counts it read, each checked as it was stored (reported_value
-    # gives the same, rebuilding the table of them at every call); a count not read is 0
+    plan = _plan(*shape.catalog, shape.holder)
+    counts = None if plan is None else _read(report, plan)
+    value = counts.get if counts is not None else _extract(report, shape)
     return Usage(input_tokens=int(value("input_tokens", 0)), output_tokens=int(value("output_tokens", 0)),
                  cached_tokens=int(value("cache_read_tokens", 0)),
                  cache_write_tokens=int(value("cache_write_tokens", 0)),
                  reasoning_tokens=int(value("output_reasoning_tokens", 0)))
+
+
+def _extract(report: dict[str, Any], shape: Shape) -> Callable[[str, int], Any]:
+    """The counts genai-prices' extractor reads from ``report``, by its names."""
+    import genai_prices
+
+    assert shape.catalog is not None
+    provider_id, flavor = shape.catalog
+    try:
+        found = genai_prices.extract_usage({shape.holder: report}, provider_id=provider_id,
+                                           api_flavor=flavor).usage
+    except ValueError as exc:
+        raise UsageError(shape.name, sorted(report), f"genai-prices could not read it: {exc}") from exc
+    return vars(found).get  # the counts it read, each checked as it was stored (reported_value
+    # gives the same, rebuilding the table of them at every call)
+
+
+_Plan = tuple[tuple[tuple[str, ...], str, bool], ...]
+_plans: dict[tuple[str, str, str], _Plan | None] = {}
+_plans_of: list[object] = [None]  # the genai-prices snapshot the plans were read from
+
+
+def _plan(provider_id: str, flavor: str, holder: str) -> _Plan | None:
+    """genai-prices' extractor for a provider's API flavor, read once per snapshot as plain key
+    paths under the usage report (found under ``holder``): ``(path, count name, required)`` for
+    each count it reads; ``None`` when its paths are not plain keys from there (its own
+    extractor reads those)."""
+    from genai_prices import data_snapshot
+
+    snap = data_snapshot.get_snapshot()
+    if snap is not _plans_of[0]:
+        _plans.clear()
+        _plans_of[0] = snap
+    key = (provider_id, flavor, holder)
+    if key not in _plans:
+        _plans[key] = _read_plan(snap, provider_id, flavor, holder)
+    return _plans[key]
+
+
+def _read_plan(snap: Any, provider_id: str, flavor: str, holder: str) -> _Plan | None:
+    try:
+        extractor = next(e for e in snap.find_provider(None, provider_id, None).extractors or ()
+                         if e.api_flavor == flavor)
+        known = extractor._reported_usage_keys  # the counts its Usage has (it skips the others)
+    except (LookupError, StopIteration, AttributeError):  # not as this code knows it: its own extractor
+        return None
+    root = [extractor.root] if isinstance(extractor.root, str) else list(extractor.root)
+    if root != [holder]:
+        return None
+    plan = []
+    for mapping in extractor.mappings:
+        path = (mapping.path,) if isinstance(mapping.path, str) else tuple(mapping.path)
+        if not all(isinstance(step, str) for step in path):
+            return None
+        if mapping.dest in known:
+            plan.append((path, mapping.dest, bool(mapping.required)))
+    return tuple(plan)
+
+
+def _read(report: Mapping[str, Any], plan: _Plan) -> dict[str, int] | None:
+    """The counts genai-prices' extractor reads from ``report`` by ``plan`` (summed where two
+    paths fill one count), for the usual report: dicts of ints. ``None`` for anything else (a
+    float, a missing required count, no count at all), which its own extractor reads (or
+    refuses, saying why)."""
+    counts: dict[str, int] = {}
+    for path, dest, required in plan:
+        data: Any = report
+        for step in path:
+            if type(data) is not dict:
+                return None
+            data = data.get(step, _ABSENT)
+            if data is _ABSENT or data is None:
+                break
+        if data is _ABSENT or data is None:
+            if required:
+                return None
+            continue
+        if type(data) is not int or data < 0:
+            return None
+        counts[dest] = counts.get(dest, 0) + data
+    return counts if counts or not plan else None
+
+
+_ABSENT: Final = object()
 
 
 def _openai_chat_usage(usage: Mapping[str, Any], shape: Shape) -> Usage:

@@ -62,6 +62,7 @@ from ..events import (
 )
 from ..keys import canonical_llm_key, canonical_request, tool_key
 from ..redact import Redactor
+from ..store.writer import Emit
 from .effects import Opaque, Steps, arun, run
 from .providers import LLMResult, normalize
 from .sinks import Interrupted, Sink
@@ -226,6 +227,42 @@ class Recorder:
         return self._sink.emit(type, dict(payload or {}), actor=actor, caused_by=caused_by,
                                span_id=span_id, **usage)
 
+    def emit_many(self, items: Sequence[Emit], *, taken: list[Event] | None = None) -> list[Event]:
+        """Append several events as one batch: into a run being written, with one WAL write and
+        all of them or none (:meth:`~agentlog.RunWriter.emit_many`); on replay, compared one
+        by one. Unlike :meth:`emit`, the items' ``actor`` and ``span_id`` are taken as given.
+
+        A batch that the run's writer refuses as a whole is written again one event at a time,
+        so the run holds what appending them one by one holds: the events before the refused
+        one (which raises again).
+
+        Args:
+            items: the events; one may name an earlier one of the batch as its cause
+                (``Emit.caused_by_item``).
+            taken: a list the events are appended to as they are written, so that a caller
+                can tell, when this raises, which of them were.
+        """
+        sink = self._sink
+        events: list[Event] = []
+        if getattr(sink, "atomic_batches", False):
+            before = sink.next_seq
+            try:
+                events = sink.emit_many(items)
+            except Exception:
+                if sink.next_seq != before:  # written, then something after failed
+                    raise
+            else:
+                if taken is not None:
+                    taken.extend(events)
+                return events
+        for item in items:
+            caused_by = item.caused_by if item.caused_by_item is None else events[item.caused_by_item].seq
+            event = sink.emit(item.body, actor=item.actor, caused_by=caused_by, span_id=item.span_id)
+            events.append(event)
+            if taken is not None:
+                taken.append(event)
+        return events
+
     def patch(self, ops: Sequence[Mapping[str, Any]], *, actor: str | None = None) -> Event:
         """Append a ``state.patch``: RFC 6902 ops on ``state["vars"]``, checked before writing.
 
@@ -284,16 +321,21 @@ class Recorder:
         :meth:`OpenSpan.close` (a span that outlives the code that opened it: a stream read
         after the call returned). Events go into it when given its ``span_id``, or inside
         :meth:`OpenSpan.entered`. :meth:`span` is this with a ``with`` block."""
+        span_id, body = self._span_started(name, kind, attributes)
+        started = self.emit(body, actor=actor, span_id=span_id)
+        return OpenSpan(self, name, span_id, started.seq, actor)
+
+    def _span_started(self, name: str, kind: str,
+                      attributes: Mapping[str, Any] | None = None) -> tuple[str, SpanStarted]:
+        """The id and the ``span.started`` of a span about to be opened here (written next)."""
         span_id = f"s{self._sink.next_seq}"
         parent = self.current_span
         for hook in SPAN_PARENTS:  # the innermost span open here, of whoever opened it last
             other = hook(self)
             if _span_number(other) > _span_number(parent):
                 parent = other
-        started = self.emit(SpanStarted(name=name, kind=kind, parent=parent,
-                                        attributes=dict(attributes) if attributes else None),
-                            actor=actor, span_id=span_id)
-        return OpenSpan(self, name, span_id, started.seq, actor)
+        return span_id, SpanStarted(name=name, kind=kind, parent=parent,
+                                    attributes=dict(attributes) if attributes else None)
 
     # --- model calls ------------------------------------------------------------------------
 
@@ -512,10 +554,12 @@ class Recorder:
 class OpenSpan:
     """A span opened by :meth:`Recorder.open_span`, not closed yet."""
 
-    __slots__ = ("actor", "name", "rec", "span_id", "started_seq")
+    __slots__ = ("actor", "ended", "name", "rec", "span_id", "started_seq")
 
     def __init__(self, rec: Recorder, name: str, span_id: str, started_seq: int, actor: str | None) -> None:
         self.rec, self.name, self.span_id, self.started_seq, self.actor = rec, name, span_id, started_seq, actor
+        self.ended = False
+        """True once its ``span.ended`` is written (by :meth:`close`, or in a batch: :meth:`ending`)."""
 
     @contextlib.contextmanager
     def entered(self) -> Iterator[str]:
@@ -528,9 +572,17 @@ class OpenSpan:
 
     def close(self, error: BaseException | None = None) -> Event:
         """Write ``span.ended``: ``ok``, or ``error`` with ``error``'s text."""
+        event = self.rec.emit(self.ending(error).body, actor=self.actor, caused_by=self.started_seq,
+                              span_id=self.span_id)
+        self.ended = True
+        return event
+
+    def ending(self, error: BaseException | None = None) -> Emit:
+        """The ``span.ended`` :meth:`close` writes, as the last item of a batch
+        (:meth:`Recorder.emit_many`); set :attr:`ended` once the batch is written."""
         body = SpanEnded(name=self.name) if error is None else SpanEnded(
             name=self.name, status="error", error=_span_error(error))
-        return self.rec.emit(body, actor=self.actor, caused_by=self.started_seq, span_id=self.span_id)
+        return Emit(body, self.actor or self.rec.actor, self.started_seq, self.span_id)
 
 
 # --- decorators for existing code -------------------------------------------------------------

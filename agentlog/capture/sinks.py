@@ -235,6 +235,9 @@ class WriterSink:
         edits: ``key -> answer body`` served in place of the call's recorded answer (once).
     """
 
+    atomic_batches = True
+    """:meth:`emit_many` writes all of a batch or none of it."""
+
     def __init__(self, writer: Any, cache: ResponseCache | None = None,
                  edits: Mapping[str, Body] | None = None) -> None:
         self.writer = writer
@@ -444,10 +447,16 @@ class ReplaySink:
                        span_id=span_id, **{k: v for k, v in usage.items() if v is not None})
         return self._compare(actual)
 
+    atomic_batches = False
+    """:meth:`emit_many` takes a batch's events one by one: it may stop between two."""
+
     def emit_many(self, items: Sequence[Emit], *, hold: bool = False) -> list[Event]:
         """:meth:`emit` for each item in turn (compared with the log one by one)."""
-        return [self.emit(item.body, actor=item.actor, caused_by=item.caused_by, span_id=item.span_id)
-                for item in items]
+        events: list[Event] = []
+        for item in items:
+            caused_by = item.caused_by if item.caused_by_item is None else events[item.caused_by_item].seq
+            events.append(self.emit(item.body, actor=item.actor, caused_by=caused_by, span_id=item.span_id))
+        return events
 
     def flush(self) -> None:
         """Past the prefix, the new run's held events are written; a replay holds none."""

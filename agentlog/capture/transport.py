@@ -74,6 +74,7 @@ from ..events import (
 )
 from ..keys import http_key
 from ..redact import MARKER, Redactor
+from ..store.writer import Emit
 from .effects import Opaque, Steps, arun, inside_recorded_call, run
 from .endpoints import ModelCall, model_call
 from .recorder import OpenSpan, Recorder, active_recorder, call_failed
@@ -196,46 +197,77 @@ def _served_answer(rec: Recorder, call: ModelCall, key: str, answer: HTTPRespons
 
 @dataclass(slots=True)
 class _Asked:
-    """What an exchange wrote before its answer came: the requests and their keys."""
+    """What an exchange wrote before its answer came: its span, the requests and their keys."""
 
     rec: Recorder
     call: ModelCall | None
+    span: OpenSpan
     key: str
     request: Event
     llm_key: str | None = None
     llm_request: Event | None = None
 
     def answered(self, status: int, headers: dict[str, Any], media: str, content: bytes,
-                 started: float, span_id: str | None = None) -> None:
-        """Write the live answer: ``http.response``, and for a model call ``llm.response``."""
-        rec = self.rec
+                 started: float) -> None:
+        """Write the live answer and end the span, in one batch: ``http.response``, for a model
+        call ``llm.response``, and ``span.ended``."""
+        rec, span = self.rec, self.span
+        actor, span_id = rec.actor, span.span_id
         blob = rec.blob(content, media) if content else None
-        rec.emit(HTTPResponse(key=self.key, status=status, headers=headers, body=blob,
-                              duration_ms=(rec.timer() - started) * 1000), caused_by=self.request.seq,
-                 span_id=span_id)
-        if self.call is not None and self.llm_request is not None and self.llm_key is not None:
-            done = rec.emit(_answer(rec, self.call, self.llm_key, status, content, self.llm_request, started,
-                                    blob if self.call.streamed else None),
-                            caused_by=self.llm_request.seq, span_id=span_id)
-            model_calls(rec).append(TransportCall(self.llm_request.seq, done.seq, done.model))
+        items = [Emit(HTTPResponse(key=self.key, status=status, headers=headers, body=blob,
+                                   duration_ms=(rec.timer() - started) * 1000), actor, self.request.seq, span_id)]
+        call, asked = self.call, self.llm_request
+        if call is not None and asked is not None and self.llm_key is not None:
+            try:
+                answer = _answer(rec, call, self.llm_key, status, content, asked, started,
+                                 blob if call.streamed else None)
+            except BaseException:
+                rec.emit_many(items)  # as one event at a time: the response was written before
+                raise
+            items.append(Emit(answer, actor, asked.seq, span_id))
+        items.append(span.ending())
+        events = rec.emit_many(items)
+        span.ended = True
+        if asked is not None and len(events) == 3:
+            model_calls(rec).append(TransportCall(asked.seq, events[1].seq, events[1].model))
 
 
-def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redact: Iterable[str]) -> _Asked:
-    """Write the requests: ``llm.request`` for a model call, then ``http.request``."""
-    redactor = rec.redactor.with_names(redact)
-    llm_request = llm_key = None
-    if call is not None:
-        llm_body = rec._llm_request(call.request, call.provider)
-        llm_request, llm_key = rec.emit(llm_body), llm_body.key
-    url = redactor.url(str(request.url))
-    media = request.headers.get("content-type", "application/octet-stream")
-    body = redact_body(redactor, body, media, None if call is None else call.body)
-    key = http_key(request.method, url, body)
-    asked = rec.emit(HTTPRequest(key=key, method=request.method, url=url,
-                                 headers=redactor.headers(request.headers.items()),
-                                 body=rec.blob(body, media) if body else None),
-                     caused_by=None if llm_request is None else llm_request.seq)
-    return _Asked(rec, call, key, asked, llm_key, llm_request)
+def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redact: Iterable[str],
+         name: str) -> _Asked:
+    """Open the exchange's span and write its requests, in one batch, before the request is
+    sent: ``span.started``, ``llm.request`` for a model call, then ``http.request``."""
+    span_id, started = rec._span_started(name, "llm" if call else "http")
+    actor = rec.actor
+    items = [Emit(started, actor, None, span_id)]
+    taken: list[Event] = []
+    batched = False
+    try:
+        llm_key = None
+        if call is not None:
+            llm_body = rec._llm_request(call.request, call.provider)
+            llm_key = llm_body.key
+            items.append(Emit(llm_body, actor, None, span_id))
+        redactor = rec.redactor.with_names(redact)
+        url = redactor.url(str(request.url))
+        media = request.headers.get("content-type", "application/octet-stream")
+        body = redact_body(redactor, body, media, None if call is None else call.body)
+        key = http_key(request.method, url, body)
+        items.append(Emit(HTTPRequest(key=key, method=request.method, url=url,
+                                      headers=redactor.headers(request.headers.items()),
+                                      body=rec.blob(body, media) if body else None),
+                          actor, None, span_id, caused_by_item=None if call is None else 1))
+        batched = True
+        rec.emit_many(items, taken=taken)
+    except BaseException as exc:
+        try:
+            if not batched:  # as one event at a time: what was written before this step failed
+                rec.emit_many(items, taken=taken)
+        finally:
+            if taken:  # the span was opened: it ends with the error
+                OpenSpan(rec, name, span_id, taken[0].seq, None).close(exc)
+        raise
+    span = OpenSpan(rec, name, span_id, taken[0].seq, None)
+    return _Asked(rec, call, span, key, taken[-1], llm_key, taken[1] if call is not None else None)
 
 
 def _serve(asked: _Asked, http: Any) -> Any:
@@ -287,10 +319,10 @@ def exchange(rec: Recorder, request: Any, body: bytes, send: Callable[[Any], Any
     call = model_call(request.method, request.url.path, body)
     name = str(call.request.get("model") or "llm") if call else f"{request.method} {request.url.host}"
     streaming = call is not None and call.streamed and open_stream is not None
-    span = rec.open_span(name, kind="llm" if call else "http")
+    asked = _ask(rec, request, body, call, redact, name)
+    span = asked.span
     try:
         with span.entered():
-            asked = _ask(rec, request, body, call, redact)
             served = _serve(asked, http)
             if served is not None:
                 span.close()
@@ -305,24 +337,22 @@ def exchange(rec: Recorder, request: Any, body: bytes, send: Callable[[Any], Any
             headers = {k.lower(): v for k, v in response.headers.items() if k.lower() in keep}
             media = response.headers.get("content-type", "application/octet-stream")
             if streaming and 200 <= response.status_code < 300:
-                tee = _tee(http, response.stream, lambda content: _streamed(asked, span, headers, media,
-                                                                             content, started))
+                tee = _tee(http, response.stream, lambda content: _streamed(asked, headers, media, content,
+                                                                             started))
                 return http.Response(response.status_code, headers=headers, stream=tee)
             content = (yield Opaque(_read, response)) if streaming else response.content
             asked.answered(response.status_code, headers, media, content, started)
     except BaseException as exc:
-        span.close(exc)
+        if not span.ended:
+            span.close(exc)
         raise
-    span.close()
     return http.Response(response.status_code, headers=headers, content=content)
 
 
-def _streamed(asked: _Asked, span: OpenSpan, headers: dict[str, Any], media: str, content: bytes,
-              started: float) -> None:
+def _streamed(asked: _Asked, headers: dict[str, Any], media: str, content: bytes, started: float) -> None:
     """A stream ended (or was closed): write its answer, and end its span."""
     try:
-        asked.answered(200, headers, media, content, started, span_id=span.span_id)
-        span.close()
+        asked.answered(200, headers, media, content, started)
     except RunClosedError:  # the program kept the stream past its recording
         log.warning("agentlog: a stream ended after its recording %s closed; its answer is not "
                     "recorded", asked.rec.run_id)

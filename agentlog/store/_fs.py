@@ -2,17 +2,19 @@
 
 Every temp file the store makes starts with ``.`` and contains ``.tmp-``, so that readers of
 the Hive dataset skip it (pyarrow ignores names starting with ``.``) and ``gc`` can find
-the ones a crash left behind.
+the ones a crash left behind. A file whose bytes its name fixes (a blob) is written with no
+temp name where Linux allows it (:func:`write_new`).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import secrets
 from pathlib import Path
 
-__all__ = ["fsync_dir", "fsync_path", "is_temp_name", "open_temp", "temp_name", "write_atomic"]
+__all__ = ["fsync_dir", "fsync_path", "is_temp_name", "open_temp", "temp_name", "write_atomic", "write_new"]
 
 _TEMP_MARK = ".tmp-"
 
@@ -102,3 +104,62 @@ def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
     os.close(fd)  # after the rename: until then the lock says the temp file is live
     if durable:
         fsync_dir(path.parent)
+
+
+_O_TMPFILE = getattr(os, "O_TMPFILE", 0)
+_unnamed = [_O_TMPFILE != 0]  # False once this system refused an unnamed file: write_atomic from then on
+_NOT_HERE = (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL)
+
+
+def write_new(path: str, data: bytes, *, durable: bool = True) -> None:
+    """Create the file ``path`` with ``data``, seen whole or not at all, for a file whose bytes
+    its name fixes (a blob: every writer of that name writes the same bytes, and the first
+    one's file stays).
+
+    On Linux the bytes go into an unnamed file in the folder (``O_TMPFILE``), linked in under
+    its name once complete: half the system calls of :func:`write_atomic`, and a crash leaves
+    nothing behind. Where that is not supported, :func:`write_atomic`.
+
+    Raises:
+        FileNotFoundError: the folder does not exist.
+    """
+    if _unnamed[0]:
+        folder = os.path.dirname(path)
+        try:
+            fd = os.open(folder, os.O_WRONLY | _O_TMPFILE, 0o644)
+        except OSError as exc:
+            if exc.errno not in _NOT_HERE:
+                raise
+            _unnamed[0] = False  # this file system, or kernel, has no unnamed files
+        else:
+            try:
+                linked = _link_unnamed(fd, data, path, durable)
+            finally:
+                os.close(fd)
+            if linked:
+                if durable:
+                    fsync_dir(folder)
+                return
+    write_atomic(Path(path), data, durable=durable)
+
+
+def _link_unnamed(fd: int, data: bytes, path: str, durable: bool) -> bool:
+    """Write ``data`` into the unnamed file ``fd`` and link it in as ``path``; ``False`` when
+    the system cannot link it (no ``/proc``)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    if durable:
+        os.fsync(fd)
+    try:
+        # linkat(AT_SYMLINK_FOLLOW) of the file's /proc entry (the path is absolute, so
+        # src_dir_fd is not used: passing one is what makes os.link call linkat)
+        os.link(f"/proc/self/fd/{fd}", path, src_dir_fd=fd)
+    except FileExistsError:
+        pass  # another writer stored the same bytes first
+    except FileNotFoundError:
+        if not os.path.isdir(os.path.dirname(path)):
+            raise
+        _unnamed[0] = False  # no /proc here
+        return False
+    return True

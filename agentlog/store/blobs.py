@@ -16,7 +16,7 @@ from typing import Final
 
 from ..errors import BlobIntegrityError, BlobNotFoundError, ReadOnlyStoreError
 from ..events import BlobRef
-from ._fs import fsync_dir, is_temp_name, write_atomic
+from ._fs import fsync_dir, is_temp_name, write_new
 from .fsys import LOCAL, FileSystem, RemoteFS
 
 __all__ = ["BYTES_MEDIA_TYPE", "TEXT_MEDIA_TYPE", "BlobStore"]
@@ -47,6 +47,7 @@ class BlobStore:
         self.fs = fs
         """Where the blobs are read from (see :mod:`.fsys`)."""
         self._folders: dict[str, Path] = {}  # the <2 hex> folders this process made or found
+        self._parents_synced = False  # sha256/, blobs/ and the store's names fsynced by this process
 
     def __repr__(self) -> str:
         return f"<BlobStore {self.root}>"
@@ -101,29 +102,33 @@ class BlobStore:
     def _write(self, hex: str, raw: bytes, durable: bool) -> None:
         if self.fs.remote:
             raise ReadOnlyStoreError(str(self.root), "store a blob")
-        final = self._file(hex)
+        folder = self._folders.get(hex[:2])
+        final = f"{folder}/{hex[2:]}" if folder is not None else str(self._file(hex))
         try:
             os.utime(final)
             return  # already stored
         except FileNotFoundError:
             pass
-        if hex[:2] not in self._folders:
-            self._folder(final.parent, durable)
+        if folder is None:
+            self._folder(Path(final).parent, durable)
         try:
-            # Several writers of one blob all write the same bytes; the last rename wins.
-            write_atomic(final, raw, durable=durable)
+            # Several writers of one blob all write the same bytes; the first file stays.
+            write_new(final, raw, durable=durable)
         except FileNotFoundError:  # the folder went away since this process saw it
             self._folders.pop(hex[:2], None)
-            self._folder(final.parent, durable)
-            write_atomic(final, raw, durable=durable)
+            self._parents_synced = False
+            self._folder(Path(final).parent, durable)
+            write_new(final, raw, durable=durable)
 
     def _folder(self, folder: Path, durable: bool) -> None:
         """Make a blob folder (``sha256/<2 hex>``) if it is not there, and remember it is."""
         if not folder.is_dir():
             folder.mkdir(parents=True, exist_ok=True)
-            if durable:  # the new folders' names must survive too
-                for parent in (folder.parent, self.root, self.root.parent):
+            if durable:  # the new folders' names must survive too (sha256/ and blobs/: once)
+                for parent in (folder.parent,) if self._parents_synced else (folder.parent, self.root,
+                                                                             self.root.parent):
                     fsync_dir(parent)
+                self._parents_synced = True
         self._folders[folder.name] = folder
 
     def read(self, digest: str) -> bytes:

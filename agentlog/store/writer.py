@@ -65,6 +65,9 @@ class Emit(NamedTuple):
     ts: int | None = None
     """The event's time in microseconds since the epoch, for an event taken from another
     system (a span's start or end); ``None``: read from the writer's clock."""
+    caused_by_item: int | None = None
+    """Instead of ``caused_by``: the index, in the same batch, of the earlier item this event
+    is caused by (whose seq is not known until the batch is written)."""
 
 
 class _Staged(NamedTuple):
@@ -283,7 +286,8 @@ class RunWriter:
 
         Args:
             items: :class:`Emit` tuples (a checked body and where it comes from) and events
-                copied in; a ``caused_by`` may name an earlier event of the same batch.
+                copied in; a ``caused_by`` may name an earlier event of the same batch, by its
+                seq or (an :class:`Emit`'s ``caused_by_item``) by its index in ``items``.
             hold: keep the WAL lines in memory instead of writing them now: they are written
                 with the next append that does not hold, by :meth:`flush`, before a seal, at
                 :meth:`close`, and by a background thread at most :data:`HOLD_MS` ms after the
@@ -327,8 +331,11 @@ class RunWriter:
                     if not isinstance(body, Body):
                         raise TypeError(f"run {self.id!r}, seq {seq}: emit_many takes typed bodies "
                                         f"and events, got {_tname(body)}")
+                    caused_by = item.caused_by
+                    if item.caused_by_item is not None:
+                        caused_by = _item_seq(staged, item.caused_by_item, self.id, seq)
                     one = self._stage(body.TYPE, body.to_payload(), seq=seq, head=head, actor=item.actor,
-                                      caused_by=item.caused_by, span_id=item.span_id, checked=True,
+                                      caused_by=caused_by, span_id=item.span_id, checked=True,
                                       at=None if item.ts is None else (seq, item.ts),
                                       **_usage_columns(body.columns()))
                 staged.append(one)
@@ -387,16 +394,27 @@ class RunWriter:
             _check_body(type, prepared.value, self.id, seq, strict=at is None)
         for ref, path in prepared.refs:
             self._check_ref(ref, path, where)
-        actor = _text(actor, "actor", where)
-        span_id = _text(span_id, "span_id", where)
-        model = _text(model, "model", where)
-        _text(type, "type", where)
-        caused_by = _int(caused_by, "caused_by", where)
-        input_tokens = _int(input_tokens, "input_tokens", where)
-        output_tokens = _int(output_tokens, "output_tokens", where)
-        cached_tokens = _int(cached_tokens, "cached_tokens", where)
-        cost_usd = _real(cost_usd, "cost_usd", where)
-        duration_ms = _real(duration_ms, "duration_ms", where)
+        # Coerced to the column types; a None (most columns of most events) needs no call.
+        if actor is not None:
+            actor = _text(actor, "actor", where)
+        if span_id is not None:
+            span_id = _text(span_id, "span_id", where)
+        if model is not None:
+            model = _text(model, "model", where)
+        if not type.isascii():
+            _text(type, "type", where)
+        if caused_by is not None:
+            caused_by = _int(caused_by, "caused_by", where)
+        if input_tokens is not None:
+            input_tokens = _int(input_tokens, "input_tokens", where)
+        if output_tokens is not None:
+            output_tokens = _int(output_tokens, "output_tokens", where)
+        if cached_tokens is not None:
+            cached_tokens = _int(cached_tokens, "cached_tokens", where)
+        if cost_usd is not None:
+            cost_usd = _real(cost_usd, "cost_usd", where)
+        if duration_ms is not None:
+            duration_ms = _real(duration_ms, "duration_ms", where)
         if caused_by is not None and not 0 <= caused_by < seq:
             raise ValueError(f"{where}: caused_by {caused_by} is not an earlier seq")
         ts = self._now() if at is None else _int(at[1], "ts", where)
@@ -612,6 +630,14 @@ def _real(value: Any, name: str, where: str) -> float | None:
         what = "NaN" if math.isnan(number) else "infinity"
         raise CanonicalJSONError(name, f"{what} is not JSON; use None ({where})")
     return number
+
+
+def _item_seq(staged: list[_Staged], index: Any, run_id: str, seq: int) -> int:
+    """The seq of the ``index``-th event of a batch, staged before the one at ``seq``."""
+    if type(index) is not int or not 0 <= index < len(staged):
+        raise ValueError(f"run {run_id!r}, seq {seq}: caused_by_item {index!r} is not an earlier item "
+                         f"of the batch")
+    return staged[index].event.seq
 
 
 def _usage_columns(columns: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from anthropic.types import Message as AnthropicMessage
 from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 
+from agentlog.capture import providers as _providers
 from agentlog.capture.providers import Usage, detect_shape, normalize, normalize_usage
 from agentlog.errors import UsageError
 
@@ -361,3 +362,47 @@ def test_plain_answers_and_their_usage() -> None:
                                                 "cost": 0.5}}).usage.cost_usd == 0.5
     with pytest.raises(TypeError, match="a model call returned int"):
         normalize(7)
+
+
+# --- the counts read without genai-prices' extractor are the ones it reads -------------------
+
+_SHAPES_READ = [name for name, shape in _providers.SHAPES.items() if shape.catalog is not None]
+
+
+def _outcome(read: Any) -> Any:
+    try:
+        return ("counts", dataclasses.astuple(read()))
+    except UsageError as exc:
+        return ("refused", str(exc))
+
+
+@pytest.mark.parametrize("shape_name", _SHAPES_READ)
+def test_counts_read_by_key_paths_are_genai_prices_own(shape_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from agentlog.capture import providers
+
+    shape = providers.SHAPES[shape_name]
+    assert shape.catalog is not None
+    plan = providers._plan(*shape.catalog, shape.holder)
+    names = sorted({step for path, _, _ in plan or () for step in path} | {"total_tokens", "other"})
+    count = st.one_of(st.integers(0, 10**9), st.integers(0, 10**9), st.none(), st.just(-1), st.just(True),
+                      st.just(2.0), st.just("3"))
+    report = st.recursive(st.dictionaries(st.sampled_from(names), count, max_size=6),
+                          lambda inner: st.dictionaries(st.sampled_from(names), st.one_of(count, inner), max_size=6),
+                          max_leaves=12)
+
+    @settings(max_examples=300, deadline=None)
+    @given(report)
+    def check(usage: dict[str, Any]) -> None:
+        fast = _outcome(lambda: providers._catalog(usage, shape))
+        with monkeypatch.context() as m:  # the same report through genai-prices' extractor
+            m.setattr(providers, "_plan", lambda *args: None)
+            oracle = _outcome(lambda: providers._catalog(usage, shape))
+        assert fast == oracle
+
+    check()
+    if plan is not None:  # the usual report is read by the key paths, not handed to genai-prices
+        required = {path[0]: 7 for path, _, needed in plan if needed}
+        assert providers._read(required, plan) is not None

@@ -160,3 +160,24 @@ def program_sync_wrapper(program: Any) -> Any:
     def sync(rec: Any) -> Any:
         return asyncio.run(program(rec))
     return sync
+
+
+def test_a_batch_the_writer_refuses_is_written_as_one_at_a_time_would_be(store: Any) -> None:
+    from agentlog.capture.recorder import Recorder
+    from agentlog.capture.sinks import WriterSink
+    from agentlog.errors import CanonicalJSONError
+    from agentlog.events import Note, SpanStarted
+    from agentlog.store.writer import Emit
+
+    writer = store.create_run(run_id="r", durability="none")
+    rec = Recorder(WriterSink(writer))
+    ok = rec.emit_many([Emit(Note(extra={"text": "a"})), Emit(Note(extra={"text": "b"}), caused_by_item=0)])
+    assert [(e.seq, e.caused_by) for e in ok] == [(0, None), (1, 0)]
+    bad = SpanStarted(name="x", kind="chain", attributes={"v": object()})  # no JSON form
+    taken: list[Any] = []
+    with pytest.raises(CanonicalJSONError, match="seq 4"):
+        rec.emit_many([Emit(Note(extra={"text": "c"})), Emit(Note(extra={"text": "d"}), caused_by_item=0),
+                       Emit(bad)], taken=taken)
+    assert [(e.seq, e.caused_by) for e in taken] == [(2, None), (3, 2)]  # the two before the refused one
+    writer.close()
+    assert [e.payload.get("text") for e in store.run("r").iter_events()] == ["a", "b", "c", "d"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -100,3 +101,46 @@ def test_several_processes_write_the_same_blobs(store: Store) -> None:
         store.blobs.read(digest)  # checks the hash
     leftovers = [p for p in (store.path / "blobs").rglob("*") if p.is_file() and p.name.startswith(".")]
     assert leftovers == []
+
+
+@pytest.mark.parametrize("unnamed", [True, False], ids=["unnamed file", "temp file and rename"])
+@pytest.mark.parametrize("durable", [True, False])
+def test_a_new_blob_appears_whole_and_leaves_nothing_beside_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               unnamed: bool, durable: bool) -> None:
+    from agentlog.store import _fs
+    if unnamed and not _fs._unnamed[0]:
+        pytest.fail("this Linux has no O_TMPFILE: the fast path is not exercised")
+    monkeypatch.setattr(_fs, "_unnamed", [unnamed])
+    blobs = BlobStore(tmp_path / "blobs")
+    data = bytes(range(256)) * 4000  # 1 MB: more than one write() may take
+    ref = blobs.put(data, durable=durable)
+    path = blobs.path(ref.digest)
+    assert path.read_bytes() == data and blobs.read(ref.digest) == data
+    assert [p.name for p in path.parent.iterdir()] == [ref.hex[2:]]  # no temp file left
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o644 & ~umask  # as a file made by open() is
+
+
+def test_a_blob_another_writer_stored_first_stays(tmp_path: Path) -> None:
+    from agentlog.store._fs import write_new
+    target = tmp_path / "blob"
+    target.write_bytes(b"first")
+    write_new(str(target), b"second")  # same name, so the same bytes for a real blob: the first stays
+    assert target.read_bytes() == b"first" and [p.name for p in tmp_path.iterdir()] == ["blob"]
+    with pytest.raises(FileNotFoundError):
+        write_new(str(tmp_path / "no-folder" / "blob"), b"x")
+
+
+def test_a_new_blob_folder_fsyncs_its_parents_names_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentlog.store import blobs as blobs_module
+    synced: list[Path] = []
+    real = blobs_module.fsync_dir
+    monkeypatch.setattr(blobs_module, "fsync_dir", lambda path: (synced.append(Path(path)), real(path))[1])
+    blobs = BlobStore(tmp_path / "store" / "blobs")
+    first = blobs.put(b"a")
+    second = next(blobs.put(bytes([i])) for i in range(1, 256) if sha(bytes([i]))[7:9] != first.hex[:2])
+    sha256 = tmp_path / "store" / "blobs" / "sha256"
+    assert synced[:3] == [sha256, tmp_path / "store" / "blobs", tmp_path / "store"]  # all new: every name
+    assert synced[3:] == [sha256]  # the next folder: only its own name in sha256/
+    assert blobs.path(second.digest).parent.parent == sha256

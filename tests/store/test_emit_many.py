@@ -210,3 +210,16 @@ def _fields(event: Event) -> dict[str, Any]:
     return {f: getattr(event, f) for f in ("seq", "type", "payload", "actor", "caused_by", "span_id", "ts", "model",
                                            "input_tokens", "output_tokens", "cached_tokens", "cost_usd",
                                            "duration_ms", "hash")}
+
+
+def test_an_item_names_its_cause_by_its_place_in_the_batch(store: Store) -> None:
+    w = store.create_run(run_id="r", durability="none")
+    w.emit(_note("before"))
+    events = w.emit_many([Emit(_note("a")), Emit(_note("b"), caused_by_item=0), Emit(_note("c"), caused_by=0),
+                          Emit(_note("d"), caused_by_item=1)], hold=True)
+    assert [e.caused_by for e in events] == [None, 1, 0, 2]
+    for bad in (1, 5, -1, "0"):  # not an earlier item of the batch: nothing written
+        with pytest.raises(ValueError, match="caused_by_item"):
+            w.emit_many([Emit(_note("x")), Emit(_note("y"), caused_by_item=bad)])  # type: ignore[arg-type]
+    w.close()
+    assert [e.caused_by for e in store.run("r").iter_events()] == [None, None, 1, 0, 2]
