@@ -109,22 +109,17 @@ def scan(store: Store) -> StoreSnapshot:
     """List the store's runs, segment files and WAL tails (see the module docstring)."""
     from ..chain import GENESIS
     from ..errors import RunDamagedError, StoreError
-    from ..store.meta import read_meta, run_dir_name
     from ..store.segments import parse_segment_name
     from ..store.snapshot import SegmentCache, load_snapshot
 
     if store.fs.remote:
         return _scan_remote(store)
     snap = StoreSnapshot()
-    for run_id in store.list_runs():
-        run_dir = store.runs_path / run_dir_name(run_id)
-        readable = True
-        try:
-            meta = read_meta(run_dir)
-        except StoreError as exc:
+    for run_id, run_dir, meta in store._listing():  # each run.json read once
+        readable = not isinstance(meta, StoreError)
+        if isinstance(meta, StoreError):
             # listed, never skipped: `agentlog verify` says what is wrong, `agentlog repair` mends it
-            readable = False
-            meta = {"status": "damaged" if isinstance(exc, RunDamagedError) else "unreadable"}
+            meta = {"status": "damaged" if isinstance(meta, RunDamagedError) else "unreadable"}
         snap.metas.append(meta_row(run_id, meta))
         if (run_dir / "wal.jsonl").exists():
             if readable:

@@ -153,14 +153,24 @@ class Store(Extensible):
         """
         if isinstance(self.fs, RemoteFS):
             return self._remote_runs()
+        return [run_id for run_id, _, _ in self._listing()]
+
+    def _listing(self) -> list[tuple[str, Path, dict[str, Any] | StoreError]]:
+        """The local runs in :meth:`list_runs` order, each as ``(run_id, folder, meta)``:
+        ``meta`` is its checked ``run.json``, or the :class:`~agentlog.errors.StoreError`
+        reading it raised (a damaged run is listed, never skipped). For callers that need
+        every ``run.json`` (the store-wide tables): each is read once."""
         found = []
         for run_id, run_dir in self._run_dirs():
+            meta: dict[str, Any] | StoreError
             try:
-                created = str(read_meta(run_dir, self.fs).get("created") or "")
-            except StoreError:
-                created = ""  # still listed: verify reports what is wrong with it
-            found.append((created, run_id))
-        return [run_id for _, run_id in sorted(found)]
+                meta = read_meta(run_dir, self.fs)
+                created = str(meta.get("created") or "")
+            except StoreError as exc:
+                meta, created = exc, ""  # still listed: verify reports what is wrong with it
+            found.append((created, run_id, run_dir, meta))
+        found.sort(key=lambda one: (one[0], one[1]))
+        return [(run_id, run_dir, meta) for _, run_id, run_dir, meta in found]
 
     def _remote_runs(self) -> list[str]:
         """:meth:`list_runs` of a remote store: one recursive listing, the ``run.json`` files read
