@@ -55,7 +55,7 @@ def test_blocks_run_elsewhere_are_run_there() -> None:
     root = README.parent
     for section, test in RUN_ELSEWHERE.items():
         assert any(lang == "python" and section_of(line) == section for line, lang, _ in blocks())
-        assert f'_block("{section}")' in (root / test).read_text(encoding="utf-8")
+        assert f'section_code("{section}")' in (root / test).read_text(encoding="utf-8")
 
 
 def test_the_python_blocks_run_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

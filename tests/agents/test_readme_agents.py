@@ -4,22 +4,13 @@ against the loopback server."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _readme import README, section_code
 from _server import LLMServer, expected_cost
 from test_frameworks import _langgraph_agent, _sdk_agent
-
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def _block(heading: str) -> str:
-    text = README.read_text()
-    section = text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    [code] = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
-    return code
 
 
 def _exec(code: str, namespace: dict[str, Any]) -> None:
@@ -33,7 +24,7 @@ def test_record_the_agent_you_already_have(server: LLMServer, tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
         namespace: dict[str, Any] = {"graph": _langgraph_agent(server), "client": client}
-        _exec(_block("Record the agent you already have"), namespace)
+        _exec(section_code("Record the agent you already have"), namespace)
     run = namespace["run"]
     assert run.llm_calls()["cost_usd"].tolist() == pytest.approx([expected_cost()] * 2, rel=1e-12)
     assert namespace["text"] == "restart the api"
@@ -55,6 +46,6 @@ def test_async_agents(server: LLMServer, tmp_path: Path, monkeypatch: pytest.Mon
                                 http_client=openai.DefaultAsyncHttpxClient(
                                     limits=httpx2.Limits(max_keepalive_connections=0)))
     namespace["agent"] = _sdk_agent(client)
-    _exec(_block("Async agents"), namespace)
+    _exec(section_code("Async agents"), namespace)
     assert namespace["replayed"].ok and len(server.requests) == 2
     assert namespace["run"].llm_calls()["cost_usd"].sum() == pytest.approx(2 * expected_cost())

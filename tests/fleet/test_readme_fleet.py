@@ -4,7 +4,6 @@ cluster: its Python block, then its command-line block."""
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -15,17 +14,12 @@ from typing import Any
 import pandas as pd
 import pytest
 import s3fs
+from _readme import README, section_code
 
 from agentlog.examples import sample_store
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 SECTION = "A team store on S3"
 
-
-def _block(heading: str, lang: str = "python") -> str:
-    section = README.read_text().split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    [code] = re.findall(rf"```{lang}\n(.*?)```", section, flags=re.DOTALL)
-    return code
 
 
 def test_the_team_store_section_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -37,7 +31,7 @@ def test_the_team_store_section_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     if not fs.exists("team-runs"):
         fs.mkdir("team-runs")
     namespace: dict[str, Any] = {"__name__": "__readme__"}
-    exec(compile(_block("A team store on S3"), str(README), "exec"), namespace)  # noqa: S102 - the README
+    exec(compile(section_code("A team store on S3"), str(README), "exec"), namespace)  # noqa: S102 - the README
     team, local = namespace["team"], namespace["local"]
     assert sorted(team.list_runs()) == sorted(local.list_runs())
     assert namespace["by_day"]["cost_usd"].sum() == pytest.approx(local.cost()["cost_usd"].sum())
@@ -46,7 +40,7 @@ def test_the_team_store_section_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert len(namespace["llm"].compute()) == calls  # the llm_calls table: every run as read
 
     env = dict(os.environ)
-    for line in _block(SECTION, "bash").splitlines():
+    for line in section_code(SECTION, "bash").splitlines():
         command = shlex.split(line.split("#", 1)[0])
         assert command[0] == "agentlog"
         out = subprocess.run([sys.executable, "-m", "agentlog.cli", *command[1:]], capture_output=True,

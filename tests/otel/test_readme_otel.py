@@ -3,21 +3,12 @@ takes as given built against the in-process endpoint."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _endpoint import MODEL, async_openai_client
-
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def _block(heading: str) -> str:
-    text = README.read_text()
-    section = text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    [code] = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
-    return code
+from _readme import README, section_code
 
 
 def _turn_everything_off() -> None:
@@ -43,7 +34,7 @@ def test_the_live_opentelemetry_example_runs(tmp_path: Path, monkeypatch: pytest
                   model=OpenAIChatCompletionsModel(model=MODEL, openai_client=async_openai_client()))
     namespace: dict[str, Any] = {"agent": agent}
     try:
-        exec(compile(_block("OpenTelemetry, live"), str(README), "exec"), namespace)  # noqa: S102 - the README
+        exec(compile(section_code("OpenTelemetry, live"), str(README), "exec"), namespace)  # noqa: S102 - the README
     finally:
         _turn_everything_off()
     run = namespace["run"]

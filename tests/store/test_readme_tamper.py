@@ -6,15 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-README = Path(__file__).parents[2] / "README.md"
-
-
-def section_code(heading: str) -> str:
-    text = README.read_text(encoding="utf-8")
-    section = text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
-    assert len(blocks) == 1
-    return str(blocks[0])
+from _readme import section_code
 
 
 def test_the_tamper_evidence_example_runs() -> None:
