@@ -14,9 +14,11 @@ A plain call and a recorded call take turns, ``calls`` of each, so a load that c
 on the shared machine falls on both alike; each call is timed alone in this thread's CPU time
 (``time.thread_time``: no other thread is counted) and by the wall clock. The figures are the
 medians; ``recorded_cpu_over_plain_us`` is what issue 12's "≤ 1 ms per recorded model call on
-top of the unrecorded client" reads (``target_le_1ms_met``). The recording is made in a fresh
-store (its blob folders are created as the calls need them, as in a new store). One JSON line
-on stdout.
+top of the unrecorded client" reads (``target_le_1ms_met``). Beside them, the mean user and
+system (kernel) CPU time of each kind of call (``*_user_mean_us``, ``*_system_mean_us``: from
+``getrusage``, which samples at the scheduler's tick, so only the means over all the calls
+mean anything): the recorded call's system time is mostly its new blob file. The recording is
+made in a fresh store. One JSON line on stdout.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -78,19 +81,28 @@ def calls(*, n: int = 800, new_request: bool = False) -> dict[str, Any]:
         for i in range(20):  # warm: imports, first blobs, pricing tables
             plain.post(URL, json=body(-i - 1), headers=HEADERS)
             recorded.post(URL, json=body(-i - 1), headers=HEADERS)
+        kernel = {"plain": [0.0, 0.0], "recorded": [0.0, 0.0]}  # user, system seconds
         for i in range(n):
-            for client, cpus, walls in ((plain, plain_cpu, plain_wall), (recorded, rec_cpu, rec_wall)):
+            for name, client, cpus, walls in (("plain", plain, plain_cpu, plain_wall),
+                                              ("recorded", recorded, rec_cpu, rec_wall)):
                 payload = body(i)
+                r0 = resource.getrusage(resource.RUSAGE_THREAD)
                 t0, c0 = time.perf_counter(), time.thread_time()
                 client.post(URL, json=payload, headers=HEADERS).json()
                 cpus.append(time.thread_time() - c0)
                 walls.append(time.perf_counter() - t0)
+                r1 = resource.getrusage(resource.RUSAGE_THREAD)
+                kernel[name][0] += r1.ru_utime - r0.ru_utime
+                kernel[name][1] += r1.ru_stime - r0.ru_stime
         written = rec.next_seq
     assert written == 1 + 6 * (n + 20), f"every recorded call is in the run ({written} events)"
     out: dict[str, Any] = {"calls": n, "new_request": new_request}
     for name, values in (("plain_cpu_us", plain_cpu), ("recorded_cpu_us", rec_cpu),
                          ("plain_wall_us", plain_wall), ("recorded_wall_us", rec_wall)):
         out[name] = round(statistics.median(values) * 1e6, 1)
+    for name, (user, system) in kernel.items():  # tick-sampled: means over all the calls
+        out[f"{name}_user_mean_us"] = round(user / n * 1e6, 1)
+        out[f"{name}_system_mean_us"] = round(system / n * 1e6, 1)
     out["recorded_cpu_over_plain_us"] = round(out["recorded_cpu_us"] - out["plain_cpu_us"], 1)
     out["recorded_wall_over_plain_us"] = round(out["recorded_wall_us"] - out["plain_wall_us"], 1)
     out["recorded_over_plain_cpu_ratio"] = round(out["recorded_cpu_us"] / out["plain_cpu_us"], 2)
