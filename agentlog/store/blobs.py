@@ -6,9 +6,10 @@ temp file in the same folder, fsync and ``os.replace``, so several processes may
 same blob at once and readers never see half a blob. Reading checks the hash.
 
 The 256 ``<2 hex>`` folders are made together, the first time a blob is written into a store
-that lacks one of them (a ``mkdir`` costs 20–800 µs of CPU, so one per folder made the first
-few hundred blobs of a store each pay one): one listing of ``sha256/`` per process, then no
-folder check per blob. A folder removed later (by hand) is made again when a blob needs it.
+that lacks one of them: one ``mkdir`` per folder as blobs came made most of the first few
+hundred blobs of a new store pay one (130–800 µs of CPU each on the machine of
+``docs/benchmarks.md``). A :class:`BlobStore` lists ``sha256/`` once, then checks no folder
+per blob; a folder removed later (by hand) is made again when a blob needs it.
 """
 
 from __future__ import annotations
@@ -130,9 +131,10 @@ class BlobStore:
         base = self.root / "sha256"
         try:
             present = set(os.listdir(base))
-        except FileNotFoundError:
+        except FileNotFoundError:  # a new store, or its blob folder was removed
             base.mkdir(parents=True, exist_ok=True)
             present = set()
+            self._parents_synced = False  # sha256/ (maybe blobs/) is a new name again
         made = False
         for prefix in _PREFIXES:
             if prefix not in present:

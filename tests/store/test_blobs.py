@@ -160,14 +160,26 @@ def test_a_new_store_makes_its_blob_folders_once_and_fsyncs_their_names_once(
 
 
 @pytest.mark.parametrize("durable", [True, False])
-def test_a_blob_whose_folder_was_removed_is_still_written(tmp_path: Path, durable: bool) -> None:
+def test_a_blob_whose_folder_was_removed_is_still_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          durable: bool) -> None:
     import shutil
-    blobs = BlobStore(tmp_path / "blobs")
+
+    from agentlog.store import blobs as blobs_module
+    synced: list[Path] = []
+    real = blobs_module.fsync_dir
+    monkeypatch.setattr(blobs_module, "fsync_dir", lambda path: (synced.append(Path(path)), real(path))[1])
+    blobs = BlobStore(tmp_path / "store" / "blobs")
     first = blobs.put(b"first", durable=durable)
+    sha256 = tmp_path / "store" / "blobs" / "sha256"
     shutil.rmtree(blobs.path(first.digest).parent)  # its folder removed while the process runs
+    synced.clear()
     again = blobs.put(b"first", durable=durable)
     assert again == first and blobs.read(first.digest) == b"first"
-    shutil.rmtree(tmp_path / "blobs")  # the whole blob folder too
+    assert synced == ([sha256] if durable else [])  # the folder's name made durable again
+    shutil.rmtree(tmp_path / "store" / "blobs")  # the whole blob folder too
+    synced.clear()
     other = blobs.put(b"second", durable=durable)
     assert blobs.read(other.digest) == b"second" and sorted(blobs) == [other.digest]
-    assert len(list((tmp_path / "blobs" / "sha256").iterdir())) == 256
+    assert len(list(sha256.iterdir())) == 256
+    # sha256/ and blobs/ are new names again: their parents are fsynced again
+    assert synced == ([sha256, tmp_path / "store" / "blobs", tmp_path / "store"] if durable else [])
