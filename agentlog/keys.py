@@ -21,6 +21,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import codecs
+import functools
 import hashlib
 import ipaddress
 import re
@@ -384,7 +385,10 @@ def _body_bytes(body: bytes | bytearray | memoryview | str | None) -> bytes:
     raise TypeError(f"an HTTP body must be bytes, str or None, got {type(body).__name__}")
 
 
+@functools.lru_cache(maxsize=256)
 def _http_prefix(method: str, url: str) -> str:
+    # Memoised: a program sends to a few endpoints many times, and normalising a URL costs
+    # more than hashing a small body. Pure (a URL's spelling depends on nothing else).
     return f"{method.strip().upper()}|{normalize_url(url)}|"
 
 
@@ -396,7 +400,9 @@ def http_key(method: str, url: str, body: bytes | str | None = None) -> str:
     >>> http_key("get", "HTTPS://Example.com:443/x?b=1&a=2") == http_key("GET", "https://example.com/x?a=2&b=1", b"")
     True
     """
-    return _sha256(_http_prefix(method, url).encode() + _body_bytes(body))
+    h = hashlib.sha256(_http_prefix(method, url).encode())
+    h.update(_body_bytes(body))  # not concatenated: a large body is not copied
+    return h.hexdigest()
 
 
 # --- explaining a key ------------------------------------------------------------------------

@@ -174,6 +174,35 @@ class Redactor:
             return self.url(value)
         return value
 
+    def finds(self, value: Any, *, schema: bool = False) -> bool:
+        """True if :meth:`value` would change anything in the JSON value ``value`` (a secret
+        under its name, a URL's password or secret parameter), found without copying it: a
+        request with nothing to redact is used as it is, not copied into an equal one.
+
+        >>> DEFAULT.finds({"messages": [{"role": "user", "content": "hi"}], "api_key": "[REDACTED]"})
+        False
+        >>> DEFAULT.finds({"tools": [{"url": "https://x.example/?key=k1"}]})
+        True
+        """
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                t = type(v)
+                if t is str:
+                    if (self.hides(k, v) and v != MARKER) or (looks_like_url(v) and self.url(v) != v):
+                        return True
+                elif self.hides(k, v, schema=schema):
+                    return True  # a mapping, a list or a number: never the marker
+                elif t is not int and t is not float and t is not bool and v is not None \
+                        and self.finds(v, schema=k == PROPERTIES):
+                    return True
+            return False
+        if isinstance(value, (list, tuple)):
+            return any(self.finds(v) for v in value if type(v) is not int and type(v) is not float
+                       and type(v) is not bool and v is not None)
+        if isinstance(value, str) and looks_like_url(value):
+            return self.url(value) != value
+        return False
+
     def __repr__(self) -> str:
         return f"Redactor({list(self.names)!r})"
 

@@ -383,9 +383,14 @@ class Recorder:
                    "params": _unblob(asked.params), "response_format": _unblob(asked.response_format)}
         return run(self._llm_steps(request, call, provider, actor, request_event))
 
-    def _llm_request(self, request: Mapping[str, Any], provider: str | None) -> LLMRequest:
-        """The request as recorded: canonical, its secrets redacted, keyed by what is recorded."""
-        canonical = self.redactor.value(canonical_request(request))
+    def _llm_request(self, request: Mapping[str, Any], provider: str | None, *,
+                     redacted: bool = False) -> LLMRequest:
+        """The request as recorded: canonical, its secrets redacted, keyed by what is recorded.
+        ``redacted``: the caller found nothing in ``request`` to redact (with these names or
+        more), so the canonical form is not copied again to redact it."""
+        canonical = canonical_request(request)
+        if not redacted:
+            canonical = self.redactor.value(canonical)
         return LLMRequest(key=canonical_llm_key(canonical), provider=provider, **canonical)
 
     def _llm_steps(self, request: Mapping[str, Any], call: Any, provider: str | None,

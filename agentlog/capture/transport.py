@@ -101,20 +101,25 @@ def redact_body(redactor: Redactor, body: bytes, media_type: str, parsed: Any = 
     >>> redact_body(DEFAULT, b"grant_type=x&client_secret=s3", "application/x-www-form-urlencoded")
     b'grant_type=x&client_secret=%5BREDACTED%5D'
     """
-    media = media_type.split(";")[0].strip().lower()
-    if media == "application/json" or media.endswith("+json"):
+    if _is_json(media_type):
         try:
             value = json.loads(body) if parsed is None else parsed
         except ValueError:
             return body
-        redacted = redactor.value(value)
-        return body if redacted == value else json.dumps(redacted, ensure_ascii=False).encode()
-    if media == "application/x-www-form-urlencoded":
+        if not redactor.finds(value):
+            return body
+        return json.dumps(redactor.value(value), ensure_ascii=False).encode()
+    if media_type.split(";")[0].strip().lower() == "application/x-www-form-urlencoded":
         pairs = parse_qsl(body.decode("latin-1"), keep_blank_values=True)
         if not any(redactor.is_secret(k) for k, _ in pairs):
             return body
         return urlencode([(k, MARKER if redactor.is_secret(k) else v) for k, v in pairs]).encode()
     return body
+
+
+def _is_json(media_type: str) -> bool:
+    media = media_type.split(";")[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
 
 
 def _send(transport: httpx.BaseTransport) -> Callable[[httpx.Request], httpx.Response]:
@@ -242,15 +247,20 @@ def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redac
     taken: list[Event] = []
     batched = False
     try:
-        llm_key = None
+        llm_key, clean = None, False
+        redactor = rec.redactor.with_names(redact)
+        media = request.headers.get("content-type", "application/octet-stream")
         if call is not None:
-            llm_body = rec._llm_request(call.request, call.provider)
+            # One look for secrets in the parsed body serves both: with none (the usual case)
+            # the canonical request needs no redacted copy (the run's names are a subset of
+            # these) and the body is kept byte for byte.
+            clean = not redactor.finds(call.body)
+            llm_body = rec._llm_request(call.request, call.provider, redacted=clean)
             llm_key = llm_body.key
             items.append(Emit(llm_body, actor, None, span_id))
-        redactor = rec.redactor.with_names(redact)
+        if call is None or not clean or not _is_json(media):
+            body = redact_body(redactor, body, media, None if call is None else call.body)
         url = redactor.url(str(request.url))
-        media = request.headers.get("content-type", "application/octet-stream")
-        body = redact_body(redactor, body, media, None if call is None else call.body)
         key = http_key(request.method, url, body)
         items.append(Emit(HTTPRequest(key=key, method=request.method, url=url,
                                       headers=redactor.headers(request.headers.items()),

@@ -4,6 +4,12 @@ A blob is written once under the SHA-256 of its bytes and shared by every event 
 that references it, so twenty references to one page cost one copy. Writing goes through a
 temp file in the same folder, fsync and ``os.replace``, so several processes may write the
 same blob at once and readers never see half a blob. Reading checks the hash.
+
+The 256 ``<2 hex>`` folders are made together, the first time a blob is written into a store
+that lacks one of them: one ``mkdir`` per folder as blobs came made most of the first few
+hundred blobs of a new store pay one (130–800 µs of CPU each on the machine of
+``docs/benchmarks.md``). A :class:`BlobStore` lists ``sha256/`` once, then checks no folder
+per blob; a folder removed later (by hand) is made again when a blob needs it.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ BYTES_MEDIA_TYPE: Final = "application/octet-stream"
 TEXT_MEDIA_TYPE: Final = "text/plain; charset=utf-8"
 _CHUNK = 1 << 20
 _HEXDIGITS = frozenset("0123456789abcdef")
+_PREFIXES: Final = tuple(f"{i:02x}" for i in range(256))
 
 
 class BlobStore:
@@ -46,7 +53,8 @@ class BlobStore:
         self.root = root if fs.remote else Path(root)
         self.fs = fs
         """Where the blobs are read from (see :mod:`.fsys`)."""
-        self._folders: dict[str, Path] = {}  # the <2 hex> folders this process made or found
+        self._base = f"{self.root}/sha256/"  # + <2 hex>/<62 hex>: a blob's file name
+        self._fanout = False  # True once this process saw (or made) all 256 <2 hex> folders
         self._parents_synced = False  # sha256/, blobs/ and the store's names fsynced by this process
 
     def __repr__(self) -> str:
@@ -63,9 +71,6 @@ class BlobStore:
 
     def _file(self, hex: str) -> Path:
         """The file of 64 hex digits already checked (a digest computed here, a BlobRef's)."""
-        folder = self._folders.get(hex[:2])
-        if folder is not None:
-            return folder / hex[2:]
         return self.root / "sha256" / hex[:2] / hex[2:]
 
     def exists(self, digest: str) -> bool:
@@ -102,34 +107,47 @@ class BlobStore:
     def _write(self, hex: str, raw: bytes, durable: bool) -> None:
         if self.fs.remote:
             raise ReadOnlyStoreError(str(self.root), "store a blob")
-        folder = self._folders.get(hex[:2])
-        final = f"{folder}/{hex[2:]}" if folder is not None else str(self._file(hex))
+        final = f"{self._base}{hex[:2]}/{hex[2:]}"
         try:
             os.utime(final)
             return  # already stored
         except FileNotFoundError:
             pass
-        if folder is None:
-            self._folder(Path(final).parent, durable)
+        if not self._fanout:
+            self._make_folders(durable)
         try:
             # Several writers of one blob all write the same bytes; the first file stays.
             write_new(final, raw, durable=durable)
-        except FileNotFoundError:  # the folder went away since this process saw it
-            self._folders.pop(hex[:2], None)
-            self._parents_synced = False
-            self._folder(Path(final).parent, durable)
+        except FileNotFoundError:  # its folder was removed since this process made or saw it
+            self._make_folders(durable)
             write_new(final, raw, durable=durable)
 
-    def _folder(self, folder: Path, durable: bool) -> None:
-        """Make a blob folder (``sha256/<2 hex>``) if it is not there, and remember it is."""
-        if not folder.is_dir():
-            folder.mkdir(parents=True, exist_ok=True)
-            if durable:  # the new folders' names must survive too (sha256/ and blobs/: once)
-                for parent in (folder.parent,) if self._parents_synced else (folder.parent, self.root,
-                                                                             self.root.parent):
-                    fsync_dir(parent)
-                self._parents_synced = True
-        self._folders[folder.name] = folder
+    def _make_folders(self, durable: bool) -> None:
+        """Make the ``sha256/<2 hex>`` folders that are not there (all 256, in a new store).
+
+        With ``durable``, the new names are fsynced: ``sha256/`` once for all the folders made
+        (and, the first time this process makes any, ``blobs/`` and the store's folder too,
+        which may be new as well)."""
+        base = self.root / "sha256"
+        try:
+            present = set(os.listdir(base))
+        except FileNotFoundError:  # a new store, or its blob folder was removed
+            base.mkdir(parents=True, exist_ok=True)
+            present = set()
+            self._parents_synced = False  # sha256/ (maybe blobs/) is a new name again
+        made = False
+        for prefix in _PREFIXES:
+            if prefix not in present:
+                try:
+                    os.mkdir(base / prefix)
+                    made = True
+                except FileExistsError:  # another process made it just now
+                    pass
+        if made and durable:  # the new folders' names must survive too
+            for parent in (base,) if self._parents_synced else (base, self.root, self.root.parent):
+                fsync_dir(parent)
+            self._parents_synced = True
+        self._fanout = True
 
     def read(self, digest: str) -> bytes:
         """The bytes of a blob, checked against its digest.

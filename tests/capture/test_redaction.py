@@ -17,8 +17,8 @@ import pytest
 
 import agentlog as al
 from agentlog.interop import export_jsonl, write_otlp
-from agentlog.keys import http_key, tool_key
-from agentlog.redact import MARKER
+from agentlog.keys import canonical_llm_key, canonical_request, http_key, tool_key
+from agentlog.redact import MARKER, Redactor
 from agentlog.report import write_report
 
 SECRETS = {
@@ -139,3 +139,53 @@ def test_names_of_the_run_are_kept_for_its_replays_and_forks(recorded: Any, stor
     assert al.replay(planted, recorded).ok  # the replay keys the calls as the recording did
     fork = al.fork(recorded, at=len(recorded) - 3, program=planted)
     assert fork.meta["writer"]["redact"] == ["session_id"]
+
+
+_COMPLETION = {"id": "c1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
+               "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}],
+               "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+
+
+@pytest.mark.parametrize("names", [(), ("session_id",)])
+@pytest.mark.parametrize("secret", [None, "field", "url", "run name"])
+def test_a_model_calls_body_through_the_transport_is_redacted_with_its_request(
+        store: Any, secret: str | None, names: tuple[str, ...]) -> None:
+    """The request body is looked at once for secrets: with none it is stored byte for byte,
+    with one it is stored re-encoded with the marker, and the ``llm.request`` holds (and is
+    keyed by) the canonical request with the same secrets redacted, as ``rec.llm`` writes it."""
+    body: dict[str, Any] = {"model": "gpt-4o-mini", "temperature": 0,
+                            "messages": [{"role": "user", "content": "hi é"}],
+                            "tools": [{"type": "function", "function": {"name": "login", "parameters": {
+                                "type": "object", "properties": {"password": {"type": "string"}}}}}]}
+    planted = "sk-body-4b4b"
+    if secret == "field":
+        body["vendor"] = {"client_secret": planted, "region": "eu"}
+    elif secret == "url":
+        body["messages"].append({"role": "user", "content": f"https://h.test/cb?token={planted}&q=1"})
+    elif secret == "run name":
+        body["session_id"] = planted
+    sent: list[bytes] = []
+
+    def server(request: httpx.Request) -> httpx.Response:
+        sent.append(request.content)
+        return httpx.Response(200, json=_COMPLETION)
+
+    def program(rec: Any) -> Any:
+        with al.transport.client(rec, transport=httpx.MockTransport(server)) as client:
+            return client.post("https://api.openai.com/v1/chat/completions", json=body).json()
+    run = al.record(program, store=store, redact=names)
+    asked = next(e for e in run.iter_events() if e.type == "llm.request")
+    stored = next(e for e in run.iter_events() if e.type == "http.request").payload["body"].read_bytes()
+    redactor = Redactor(names)
+    # The oracle: the redaction as a copy (what the recorder does for rec.llm), not its shortcut.
+    expected = redactor.value(canonical_request(body))
+    assert {k: asked.payload[k] for k in ("model", "messages", "tools", "params")} == \
+        {k: v for k, v in expected.items() if k in ("model", "messages", "tools", "params")}
+    assert asked.payload["key"] == canonical_llm_key(expected)
+    leaks = secret is not None and not (secret == "run name" and not names)
+    if leaks:
+        assert stored == json.dumps(redactor.value(body), ensure_ascii=False).encode() != sent[0]
+        assert planted.encode() not in store_bytes(store.path)
+    else:
+        assert stored == sent[0]  # byte for byte
+    assert al.replay(program, run).ok

@@ -132,15 +132,54 @@ def test_a_blob_another_writer_stored_first_stays(tmp_path: Path) -> None:
         write_new(str(tmp_path / "no-folder" / "blob"), b"x")
 
 
-def test_a_new_blob_folder_fsyncs_its_parents_names_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_new_store_makes_its_blob_folders_once_and_fsyncs_their_names_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentlog.store import blobs as blobs_module
+    synced: list[Path] = []
+    real = blobs_module.fsync_dir
+    monkeypatch.setattr(blobs_module, "fsync_dir", lambda path: (synced.append(Path(path)), real(path))[1])
+    made: list[str] = []
+    real_mkdir = os.mkdir
+    monkeypatch.setattr(os, "mkdir", lambda path, *a, **k: (made.append(os.fspath(path)), real_mkdir(path, *a, **k))[1])
+    blobs = BlobStore(tmp_path / "store" / "blobs")
+    first = blobs.put(b"a")
+    sha256 = tmp_path / "store" / "blobs" / "sha256"
+    # The first blob makes every <2 hex> folder, and fsyncs each new name once: all of them
+    # in sha256/ with one fsync, then sha256/ and blobs/ themselves in their parents.
+    assert sorted(p.name for p in sha256.iterdir()) == [f"{i:02x}" for i in range(256)]
+    assert synced == [sha256, tmp_path / "store" / "blobs", tmp_path / "store"]
+    folders_made = len(made)
+    others = [blobs.put(bytes([i])) for i in range(1, 64)]
+    assert {ref.hex[:2] for ref in others} - {first.hex[:2]}  # other folders than the first's
+    assert len(made) == folders_made and synced == [sha256, tmp_path / "store" / "blobs", tmp_path / "store"]
+    assert all(blobs.read(ref.digest) == bytes([i]) for i, ref in enumerate(others, 1))
+    # Another process (another BlobStore) finds the folders with one listing: nothing is made.
+    again = BlobStore(tmp_path / "store" / "blobs")
+    again.put(b"from elsewhere")
+    assert len(made) == folders_made and len(synced) == 3
+
+
+@pytest.mark.parametrize("durable", [True, False])
+def test_a_blob_whose_folder_was_removed_is_still_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          durable: bool) -> None:
+    import shutil
+
     from agentlog.store import blobs as blobs_module
     synced: list[Path] = []
     real = blobs_module.fsync_dir
     monkeypatch.setattr(blobs_module, "fsync_dir", lambda path: (synced.append(Path(path)), real(path))[1])
     blobs = BlobStore(tmp_path / "store" / "blobs")
-    first = blobs.put(b"a")
-    second = next(blobs.put(bytes([i])) for i in range(1, 256) if sha(bytes([i]))[7:9] != first.hex[:2])
+    first = blobs.put(b"first", durable=durable)
     sha256 = tmp_path / "store" / "blobs" / "sha256"
-    assert synced[:3] == [sha256, tmp_path / "store" / "blobs", tmp_path / "store"]  # all new: every name
-    assert synced[3:] == [sha256]  # the next folder: only its own name in sha256/
-    assert blobs.path(second.digest).parent.parent == sha256
+    shutil.rmtree(blobs.path(first.digest).parent)  # its folder removed while the process runs
+    synced.clear()
+    again = blobs.put(b"first", durable=durable)
+    assert again == first and blobs.read(first.digest) == b"first"
+    assert synced == ([sha256] if durable else [])  # the folder's name made durable again
+    shutil.rmtree(tmp_path / "store" / "blobs")  # the whole blob folder too
+    synced.clear()
+    other = blobs.put(b"second", durable=durable)
+    assert blobs.read(other.digest) == b"second" and sorted(blobs) == [other.digest]
+    assert len(list(sha256.iterdir())) == 256
+    # sha256/ and blobs/ are new names again: their parents are fsynced again
+    assert synced == ([sha256, tmp_path / "store" / "blobs", tmp_path / "store"] if durable else [])
