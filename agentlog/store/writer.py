@@ -91,6 +91,7 @@ class _Flusher:
     def due(self, writer: RunWriter) -> None:
         """``writer`` just held a line after holding none: write it within :data:`HOLD_MS`."""
         with self._cond:
+            writer._flushing = True
             if writer in self._writers:
                 return  # the next round writes it
             self._writers.add(writer)
@@ -110,6 +111,9 @@ class _Flusher:
                 writers = list(self._writers)
                 self._writers.clear()
             for writer in writers:
+                # Cleared before the writer's lock is taken: a line held from now on either
+                # registers the writer again or is written by this write_held.
+                writer._flushing = False
                 try:
                     writer.write_held()
                 except OSError:  # the lines stay held: the next append or close writes them, or raises
@@ -138,6 +142,7 @@ class RunWriter:
         self._seq, self._head = seq, head
         self._rows = rows  # the events in the WAL (or held for it), not yet sealed
         self._held: list[bytes] = []  # WAL lines taken by emit_many(hold=True), not written yet
+        self._flushing = False  # the flusher thread has this writer's held lines on its list
         self._mutex = threading.RLock()
         self._closed = False
         self._durable = durability is not Durability.NONE
@@ -455,10 +460,11 @@ class RunWriter:
             actor = _text(actor, "actor", self._where(seq))
         if span_id is not None and (type(span_id) is not str or not span_id.isascii()):
             span_id = _text(span_id, "span_id", self._where(seq))
-        names = _COLUMNS.get(type(body))
-        if names is None:
-            names = _COLUMNS[type(body)] = tuple(body.columns())
-        columns = body.columns() if names else _NO_COLUMNS
+        cls = type(body)
+        has_columns = _COLUMNS.get(cls)
+        if has_columns is None:  # a type's column fields are fixed; an override may vary: read it
+            has_columns = _COLUMNS[cls] = cls.columns is not Body.columns or bool(body.columns())
+        columns = body.columns() if has_columns else _NO_COLUMNS
         model = columns.get("model")
         if model is not None:
             model = _text(model, "model", self._where(seq))
@@ -468,7 +474,7 @@ class RunWriter:
         if not checked:
             caused_by = _int(caused_by, "caused_by", self._where(seq))
         input_tokens = output_tokens = cached_tokens = cost_usd = duration_ms = None
-        if names:
+        if has_columns:
             where = self._where(seq)
             input_tokens = _int(columns.get("input_tokens"), "input_tokens", where)
             output_tokens = _int(columns.get("output_tokens"), "output_tokens", where)
@@ -504,15 +510,18 @@ class RunWriter:
             for ref, raw in one.new_blobs:
                 self._store.blobs.write(ref.digest, raw, durable=self._durable)
                 self._stored_blob(ref)
-        lines = b"".join(one.line for one in staged)
+        lines = staged[0].line if len(staged) == 1 else b"".join([one.line for one in staged])
         if hold:
-            if not self._held:
+            if not self._held and not self._flushing:
                 _FLUSHER.due(self)
             self._held.append(lines)
         else:
             self._wal.append(b"".join(self._held) + lines if self._held else lines)
             self._held = []
-        self._rows.extend(one.row for one in staged)
+        if len(staged) == 1:
+            self._rows.append(staged[0].row)
+        else:
+            self._rows.extend([one.row for one in staged])
         last = staged[-1].event
         self._seq, self._head = last.seq + 1, last.hash
         if len(self._rows) >= self._segment_events:
@@ -698,8 +707,8 @@ def _item_seq(staged: list[_Staged], index: Any, run_id: str, seq: int) -> int:
     return staged[index].event.seq
 
 
-#: The usage columns of each body class (empty for most types), found on first use.
-_COLUMNS: dict[type[Body], tuple[str, ...]] = {}
+#: Whether each body class fills usage columns (most types fill none), found on first use.
+_COLUMNS: dict[type[Body], bool] = {}
 _NO_COLUMNS: Mapping[str, Any] = {}
 
 
