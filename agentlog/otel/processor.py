@@ -288,7 +288,7 @@ class SpanProcessor(_SDKSpanProcessor):
                 return
             own = rec.current_span
             parent_id = own
-            if parent is not None and (own is None or parent.written.started_seq > _seq_of(own)):
+            if parent is not None and (own is None or _seq_of(parent.written.span_id) > _seq_of(own)):
                 parent_id = parent.written.span_id
             # the SDK span read once, straight into the body (no intermediate copy)
             attributes = span.attributes or _NO_ATTRIBUTES
