@@ -130,6 +130,8 @@ class PayloadPreparer:
                 if item and not TINY <= abs(item) < math.inf:  # near 0, or not finite
                     odd.append(True)
                 out[key] = item
+            elif t is dict and "$blob" not in item:  # a plain object: no call to _walk
+                out[key] = self._mapping(item, _join(path, key), new, refs, odd, schema=key == PROPERTIES)
             else:
                 out[key] = walk(item, path, key, new, refs, odd)
         return out
