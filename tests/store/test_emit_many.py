@@ -233,7 +233,7 @@ def test_an_item_names_its_cause_by_its_place_in_the_batch(store: Store) -> None
 # --- the typed staging against the path of a type and a payload --------------------------------
 
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
-_LONG = st.text(alphabet="xyé", min_size=40, max_size=90)  # past the threshold of 64 bytes: a blob
+_LONG = st.text(alphabet="xyé", min_size=40, max_size=90)  # around the 64-byte threshold: inline or a blob
 _SCALAR = (st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
            | st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from([1e-05, 3e-9, -0.0, 2.5])
            | _TEXT | _LONG | st.sampled_from(["https://u:hunter2@h.test/x?key=K3Y-SECRET&q=1", "http://h.test/?token=T0K3N-SECRET"]))
