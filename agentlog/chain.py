@@ -30,7 +30,7 @@ from typing import Final
 from .canonical import dumps_str
 from .events import Event
 
-__all__ = ["GENESIS", "Problem", "ProblemKind", "chain_hash", "check_chain", "event_body"]
+__all__ = ["GENESIS", "Problem", "ProblemKind", "body_text", "chain_hash", "check_chain", "event_body"]
 
 GENESIS: Final = "0" * 64
 
@@ -80,6 +80,16 @@ def event_body(*, seq: int, type: str, payload_json: str, actor: str | None = No
     >>> event_body(seq=0, type="note", payload_json='{"a":1}', ts=5)
     '{"actor":null,"cached_tokens":null,"caused_by":null,"cost_usd":null,"duration_ms":null,"input_tokens":null,"model":null,"output_tokens":null,"payload":{"a":1},"seq":0,"span_id":null,"ts":5,"type":"note"}'
     """
+    return body_text(seq, type, payload_json, actor, caused_by, span_id, ts, model, input_tokens,
+                     output_tokens, cached_tokens, cost_usd, duration_ms)
+
+
+def body_text(seq: int, type: str, payload_json: str, actor: str | None, caused_by: int | None,
+              span_id: str | None, ts: int, model: str | None, input_tokens: int | None,
+              output_tokens: int | None, cached_tokens: int | None, cost_usd: float | None,
+              duration_ms: float | None) -> str:
+    """:func:`event_body` with every argument given in order (the writer's call per event:
+    thirteen keywords cost more to pass than the text costs to build)."""
     # The helpers inlined for the None most columns are (an append builds one per event).
     null = "null"
     return (f'{{"actor":{null if actor is None else dumps_str(actor)},'

@@ -129,6 +129,9 @@ class Body:
     K: ClassVar[Keys]
     """The field names, as attributes."""
     _fields_: ClassVar[tuple[_Field, ...]] = ()
+    _payload_fields_: ClassVar[tuple[tuple[str, bool, Any], ...]] = ()
+    """``(name, optional, default)`` of the payload fields, in order (what :meth:`to_payload`
+    reads for every event written)."""
     _names_: ClassVar[frozenset[str]] = frozenset()
 
     extra: Mapping[str, Any] = field(default_factory=dict, repr=False)
@@ -155,14 +158,12 @@ class Body:
 
     def to_payload(self) -> dict[str, Any]:
         """The payload of the event: a JSON-like dict (with :class:`BlobRef` objects)."""
-        out: dict[str, Any] = dict(self.extra)
-        for f in self._fields_:
-            if f.where is _COLUMN:
+        out: dict[str, Any] = dict(self.extra) if self.extra else {}
+        for name, optional_, default in self._payload_fields_:
+            value = getattr(self, name)
+            if optional_ and (value is default or value == default):
                 continue
-            value = getattr(self, f.name)
-            if f.where is _OPTIONAL and (value is f.default or value == f.default):
-                continue
-            out[f.name] = value.to_json() if isinstance(value, Value) else value
+            out[name] = value.to_json() if isinstance(value, Value) else value
         if self.VERSION > 1:
             out[VERSION_KEY] = self.VERSION
         return out
@@ -273,6 +274,8 @@ def event_type(name: str, *, version: int = 1, open: bool = False) -> Callable[[
             raise ValueError(f"event type {name!r} is already {_REGISTRY[name].__qualname__}")
         cls.TYPE, cls.VERSION, cls.OPEN = name, version, open
         cls._fields_ = _compile(cls)
+        cls._payload_fields_ = tuple((f.name, f.where is _OPTIONAL, f.default) for f in cls._fields_
+                                     if f.where is not _COLUMN)
         cls._names_ = frozenset(f.name for f in cls._fields_ if f.where is not _COLUMN)
         cls.K = Keys([f.name for f in cls._fields_])
         _REGISTRY[name] = cls

@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.sdk.trace import SpanProcessor as _SDKSpanProcessor
+from opentelemetry.trace import SpanKind, StatusCode
 
 from ..capture.recorder import Recorder, active_recorder
 from ..capture.sinks import Sink
@@ -278,41 +279,58 @@ class SpanProcessor(_SDKSpanProcessor):
         context = span.get_span_context()
         if context is None:
             return
+        above = span.parent
+        if active_recorder() is None and (above is None or above.span_id not in self._live):
+            return  # no recording here, none above: nothing to write (and no lock taken)
         with self._lock:
             rec, parent = self._recorder(span)
             if rec is None:
                 return
             own = rec.current_span
             parent_id = own
-            if parent is not None and _seq_of(parent.written.span_id) > _seq_of(own):
+            if parent is not None and (own is None or _seq_of(parent.written.span_id) > _seq_of(own)):
                 parent_id = parent.written.span_id
             # the SDK span read once, straight into the body (no intermediate copy)
             attributes = span.attributes or _NO_ATTRIBUTES
             kind = span_kind(attributes) if attributes else "chain"
             scope = span.instrumentation_scope
-            otel = {_OTEL_KIND: span.kind.name, _OTEL_SCOPE: scope.name if scope is not None else None}
+            otel = {_OTEL_KIND: _KIND_NAMES.get(span.kind) or span.kind.name,
+                    _OTEL_SCOPE: scope.name if scope is not None else None}
             body = started_of(span.name, attributes, otel, parent=parent_id, kind=kind)
             sink = _sink(rec)
             if rec not in self._tools:
                 self._watch(rec, sink)
             span_id = f"s{sink.next_seq}"
-            root = parent is None
-            [event] = self._own(rec, sink, [Emit(body, rec.actor, None, span_id)], hold=True)
+            [event] = self._own(sink, [Emit(body, rec.actor, None, span_id)], hold=True)
             written = WrittenSpan(trace_id=f"{context.trace_id:032x}", otel_span_id=f"{context.span_id:016x}",
                                   span_id=span_id, kind=kind, started_seq=event.seq)
-            self._live[context.span_id] = _Live(rec, written, span.parent.span_id if span.parent else None, root=root)
-            written_here = self._written.get(rec.run_id)
+            self._live[context.span_id] = _Live(rec, written, None if above is None else above.span_id,
+                                                root=parent is None)
+            written_here = self._written.get(sink.run_id)
             if written_here is None:
-                written_here = self._written[rec.run_id] = deque(maxlen=WRITTEN_KEPT)
+                written_here = self._written[sink.run_id] = deque(maxlen=WRITTEN_KEPT)
             written_here.append(written)
 
     def _end(self, span: ReadableSpan, live: _Live) -> None:
         rec, written = live.rec, live.written
         attributes = span.attributes or _NO_ATTRIBUTES
         written.kind = kind = span_kind(attributes) if attributes else "chain"
+        sink = _sink(rec)
+        status = span.status
+        code = _CODE_VALUES.get(status.status_code)
+        if kind not in _CALLS and code is not None and not span.events:
+            # the usual span: no call, no span events, only its span.ended
+            last = ended_of(span.name, attributes, code, status.description or None)
+            with self._lock:
+                if last is not None:
+                    [event] = self._own(sink, [Emit(last, rec.actor, written.started_seq, written.span_id)],
+                                        hold=not live.root)
+                    written.ended_seq = event.seq
+                elif live.root:
+                    sink.flush()
+            return
         items: list[Emit | _Raw] = []
         calls = 0
-        sink = _sink(rec)
         with self._lock:
             if kind in _CALLS or span.events:
                 plain = from_sdk_span(span, ids=(written.trace_id, written.otel_span_id))
@@ -325,32 +343,35 @@ class SpanProcessor(_SDKSpanProcessor):
                 elif kind == "tool" and outs and self._recorded_tool(rec, written.started_seq, outs[0].body):
                     outs = []
                 if outs:  # the request first: its seq is what the answer is caused by
-                    [asked] = self._own(rec, sink, [_item(outs[0], rec, written.span_id, None)], hold=True)
+                    [asked] = self._own(sink, [_item(outs[0], rec, written.span_id, None)], hold=True, rec=rec)
                     written.call_seqs.append(asked.seq)
                     items.extend(_item(out, rec, written.span_id, asked.seq) for out in outs[1:])
                 calls = len(items)
                 if plain.events:
                     for _, _, out in sorted(event_outs(plain), key=lambda item: item[:2]):
                         items.append(_item(out, rec, written.span_id, None))
-            status = span.status
             last = ended_of(span.name, attributes, status.status_code.value, status.description or None)
             if last is not None:
                 items.append(Emit(last, rec.actor, written.started_seq, written.span_id))
             if items:
-                events = self._own(rec, sink, items, hold=not live.root)
+                events = self._own(sink, items, hold=not live.root, rec=rec)
                 written.call_seqs.extend(e.seq for e in events[:calls])
                 if last is not None:
                     written.ended_seq = events[-1].seq
             elif live.root:
                 sink.flush()
 
-    def _own(self, rec: Recorder, sink: Sink, items: Sequence[Emit | _Raw], *, hold: bool) -> list[Event]:
-        """Write the processor's own events (not taken for the recorder's tool calls)."""
-        self._local.writing = True
+    def _own(self, sink: Sink, items: Sequence[Emit | _Raw], *, hold: bool, rec: Recorder | None = None) -> list[Event]:
+        """Write the processor's own events (not taken for the recorder's tool calls): typed
+        bodies straight into the sink's batch, anything else through ``rec`` (:func:`_write`)."""
+        local = self._local
+        local.writing = True
         try:
+            if rec is None:  # typed bodies only
+                return sink.emit_many(items, hold=hold)  # type: ignore[arg-type]
             return _write(rec, sink, items, hold=hold)
         finally:
-            self._local.writing = False
+            local.writing = False
 
     def _watch(self, rec: Recorder, sink: Sink) -> None:
         """See the tool calls the recorder writes into its run, to join a framework's tool span
@@ -401,6 +422,9 @@ class SpanProcessor(_SDKSpanProcessor):
 
 
 _NO_ATTRIBUTES: Mapping[str, Any] = {}
+# An enum member's .name and .value are properties (a call each): read once here.
+_KIND_NAMES: Mapping[SpanKind, str] = {kind: kind.name for kind in SpanKind}
+_CODE_VALUES: Mapping[StatusCode, int] = {code: code.value for code in StatusCode}
 _OTEL_KIND, _OTEL_SCOPE = "kind", "scope"  # the keys of SpanStarted.otel, as spanmap.started writes them
 
 

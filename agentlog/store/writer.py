@@ -20,8 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Self
 
-from ..canonical import canonical_json
-from ..chain import chain_hash, event_body
+from ..chain import body_text, chain_hash, event_body
 from ..errors import (
     BlobNotFoundError,
     CanonicalJSONError,
@@ -30,6 +29,7 @@ from ..errors import (
     RunClosedError,
 )
 from ..events import BlobRef, Body, Event, check_payload, lift
+from ..events.event import stamped
 from ..redact import Redactor
 from .lock import RunLock
 from .meta import iso_time, write_meta
@@ -91,6 +91,7 @@ class _Flusher:
     def due(self, writer: RunWriter) -> None:
         """``writer`` just held a line after holding none: write it within :data:`HOLD_MS`."""
         with self._cond:
+            writer._flushing = True
             if writer in self._writers:
                 return  # the next round writes it
             self._writers.add(writer)
@@ -110,6 +111,9 @@ class _Flusher:
                 writers = list(self._writers)
                 self._writers.clear()
             for writer in writers:
+                # Cleared before the writer's lock is taken: a line held from now on either
+                # registers the writer again or is written by this write_held.
+                writer._flushing = False
                 try:
                     writer.write_held()
                 except OSError:  # the lines stay held: the next append or close writes them, or raises
@@ -138,6 +142,7 @@ class RunWriter:
         self._seq, self._head = seq, head
         self._rows = rows  # the events in the WAL (or held for it), not yet sealed
         self._held: list[bytes] = []  # WAL lines taken by emit_many(hold=True), not written yet
+        self._flushing = False  # the flusher thread has this writer's held lines on its list
         self._mutex = threading.RLock()
         self._closed = False
         self._durable = durability is not Durability.NONE
@@ -227,9 +232,10 @@ class RunWriter:
             if any(v is not None for v in given):
                 raise TypeError(f"run {self.id!r}: a {type.TYPE} body carries its payload and usage "
                                 "columns; pass only actor, caused_by and span_id with it")
-            columns = type.columns()
-            return self._write(type.TYPE, type.to_payload(), actor=actor, caused_by=caused_by,
-                               span_id=span_id, checked=True, **_usage_columns(columns))
+            with self._mutex:
+                staged = self._stage_body(type, self._seq, self._head, actor, caused_by, span_id, None)
+                self._commit([staged], hold=False)
+                return staged.event
         return self._write(type, payload, actor=actor, caused_by=caused_by, span_id=span_id,
                            model=model, input_tokens=input_tokens, output_tokens=output_tokens,
                            cached_tokens=cached_tokens, cost_usd=cost_usd,
@@ -334,10 +340,7 @@ class RunWriter:
                     caused_by = item.caused_by
                     if item.caused_by_item is not None:
                         caused_by = _item_seq(staged, item.caused_by_item, self.id, seq)
-                    one = self._stage(body.TYPE, body.to_payload(), seq=seq, head=head, actor=item.actor,
-                                      caused_by=caused_by, span_id=item.span_id, checked=True,
-                                      at=None if item.ts is None else (seq, item.ts),
-                                      **_usage_columns(body.columns()))
+                    one = self._stage_body(body, seq, head, item.actor, caused_by, item.span_id, item.ts)
                 staged.append(one)
                 seq, head = seq + 1, one.event.hash
             if staged:
@@ -348,16 +351,15 @@ class RunWriter:
                caused_by: int | None, span_id: str | None, model: str | None,
                input_tokens: int | None, output_tokens: int | None, cached_tokens: int | None,
                cost_usd: float | None, duration_ms: float | None,
-               at: tuple[int, int] | None = None, expect: str | None = None,
-               checked: bool = False) -> Event:
-        """The one append path: ``at`` = (seq, ts) of an event copied in, ``expect`` its hash,
-        ``checked`` for a payload built by a body (already checked)."""
+               at: tuple[int, int] | None = None, expect: str | None = None) -> Event:
+        """The append path of a type and payload: ``at`` = (seq, ts) of an event copied in,
+        ``expect`` its hash (a typed body takes :meth:`_stage_body`)."""
         with self._mutex:
             staged = self._stage(type, payload, seq=self._seq, head=self._head, actor=actor,
                                  caused_by=caused_by, span_id=span_id, model=model,
                                  input_tokens=input_tokens, output_tokens=output_tokens,
                                  cached_tokens=cached_tokens, cost_usd=cost_usd,
-                                 duration_ms=duration_ms, at=at, expect=expect, checked=checked)
+                                 duration_ms=duration_ms, at=at, expect=expect)
             self._commit([staged], hold=False)
             return staged.event
 
@@ -365,8 +367,7 @@ class RunWriter:
                actor: str | None, caused_by: int | None, span_id: str | None, model: str | None,
                input_tokens: int | None, output_tokens: int | None, cached_tokens: int | None,
                cost_usd: float | None, duration_ms: float | None,
-               at: tuple[int, int] | None = None, expect: str | None = None,
-               checked: bool = False) -> _Staged:
+               at: tuple[int, int] | None = None, expect: str | None = None) -> _Staged:
         """Check, encode and chain one event as seq ``seq`` after hash ``head``; nothing is
         written and the writer's state is not changed."""
         if self._closed:
@@ -380,18 +381,16 @@ class RunWriter:
             raise TypeError(f"{where}: payload must be a mapping, got {_tname(payload)}")
         if not isinstance(type, str) or not type:
             raise TypeError(f"{where}: type must be a non-empty str, got {type!r}")
-        if at is None and not checked:
+        if at is None:
             payload = _current(type, payload, self.id, seq)  # a new event is written as today's
         try:
-            prepared = self._prep.prepare(payload)
+            prepared, payload_json = self._prep.encode(payload)
         except InvalidBlobRefError as exc:
             raise InvalidBlobRefError(exc.ref, f"{exc.where} ({where})") from None
-        try:
-            payload_json = canonical_json(prepared.value, path="payload")
         except CanonicalJSONError as exc:
             raise CanonicalJSONError(exc.path, f"{exc.problem} ({where})") from None
-        if not checked:  # a program's own event is strict; an imported one keeps extra keys
-            _check_body(type, prepared.value, self.id, seq, strict=at is None)
+        # a program's own event is strict; an imported one keeps extra keys
+        _check_body(type, prepared.value, self.id, seq, strict=at is None)
         for ref, path in prepared.refs:
             self._check_ref(ref, path, where)
         # Coerced to the column types; a None (most columns of most events) needs no call.
@@ -438,6 +437,71 @@ class RunWriter:
                       duration_ms=duration_ms, hash=digest)
         return _Staged(event, row, encode_line(digest, body), prepared.new_blobs)
 
+    def _stage_body(self, body: Body, seq: int, head: str, actor: str | None, caused_by: int | None,
+                    span_id: str | None, ts: int | None) -> _Staged:
+        """:meth:`_stage` for a typed body (checked when it was built, so not again): the
+        same checks of what the body does not check, in the same order, the same bytes, hash
+        and event, with the payload walked and encoded in one pass and the usage columns read
+        only for a type that has them. ``ts``: the event's own time, else the clock's."""
+        if self._closed:
+            raise RunClosedError(self.id)
+        type_ = body.TYPE
+        try:
+            prepared, payload_json = self._prep.encode(body.to_payload())
+        except InvalidBlobRefError as exc:
+            raise InvalidBlobRefError(exc.ref, f"{exc.where} ({self._where(seq)})") from None
+        except CanonicalJSONError as exc:
+            raise CanonicalJSONError(exc.path, f"{exc.problem} ({self._where(seq)})") from None
+        for ref, path in prepared.refs:
+            self._check_ref(ref, path, self._where(seq))
+        # The column checks of _stage in its order, each made only for a value that is not
+        # already what it returns (an ASCII str, an int), so the usual event makes none.
+        if actor is not None and (type(actor) is not str or not actor.isascii()):
+            actor = _text(actor, "actor", self._where(seq))
+        if span_id is not None and (type(span_id) is not str or not span_id.isascii()):
+            span_id = _text(span_id, "span_id", self._where(seq))
+        cls = type(body)
+        has_columns = _COLUMNS.get(cls)
+        if has_columns is None:  # a type's column fields are fixed; an override may vary: read it
+            has_columns = _COLUMNS[cls] = cls.columns is not Body.columns or bool(body.columns())
+        columns = body.columns() if has_columns else _NO_COLUMNS
+        model = columns.get("model")
+        if model is not None:
+            model = _text(model, "model", self._where(seq))
+        if not type_.isascii():
+            _text(type_, "type", self._where(seq))
+        checked = caused_by is None or (type(caused_by) is int and 0 <= caused_by < seq)
+        if not checked:
+            caused_by = _int(caused_by, "caused_by", self._where(seq))
+        input_tokens = output_tokens = cached_tokens = cost_usd = duration_ms = None
+        if has_columns:
+            where = self._where(seq)
+            input_tokens = _int(columns.get("input_tokens"), "input_tokens", where)
+            output_tokens = _int(columns.get("output_tokens"), "output_tokens", where)
+            cached_tokens = _int(columns.get("cached_tokens"), "cached_tokens", where)
+            cost_usd = _real(columns.get("cost_usd"), "cost_usd", where)
+            duration_ms = _real(columns.get("duration_ms"), "duration_ms", where)
+        if not checked and caused_by is not None and not 0 <= caused_by < seq:
+            raise ValueError(f"{self._where(seq)}: caused_by {caused_by} is not an earlier seq")
+        if ts is None:
+            ts = self._now()
+        elif type(ts) is not int:
+            ts = _int(ts, "ts", self._where(seq))
+            if ts is None:
+                raise TypeError(f"{self._where(seq)}: ts must be an int (microseconds since the epoch), got None")
+        body_json = body_text(seq, type_, payload_json, actor, caused_by, span_id, ts, model, input_tokens,
+                              output_tokens, cached_tokens, cost_usd, duration_ms)
+        digest = chain_hash(head, body_json)
+        row = (seq, type_, actor, caused_by, span_id, ts, payload_json, model, input_tokens,
+               output_tokens, cached_tokens, cost_usd, duration_ms, digest)
+        event = stamped(seq, type_, prepared.value, actor, caused_by, span_id, ts, model, input_tokens,
+                        output_tokens, cached_tokens, cost_usd, duration_ms, digest)
+        return _Staged(event, row, encode_line(digest, body_json), prepared.new_blobs)
+
+    def _where(self, seq: int) -> str:
+        """How an error names the event: the run and the seq."""
+        return f"run {self.id!r}, seq {seq}"
+
     def _commit(self, staged: list[_Staged], *, hold: bool) -> None:
         """Store the blobs, write (or hold) the WAL lines of ``staged`` (after any lines held
         before), then take their seqs; seal when the segment is full."""
@@ -446,15 +510,18 @@ class RunWriter:
             for ref, raw in one.new_blobs:
                 self._store.blobs.write(ref.digest, raw, durable=self._durable)
                 self._stored_blob(ref)
-        lines = b"".join(one.line for one in staged)
+        lines = staged[0].line if len(staged) == 1 else b"".join([one.line for one in staged])
         if hold:
-            if not self._held:
+            if not self._held and not self._flushing:
                 _FLUSHER.due(self)
             self._held.append(lines)
         else:
             self._wal.append(b"".join(self._held) + lines if self._held else lines)
             self._held = []
-        self._rows.extend(one.row for one in staged)
+        if len(staged) == 1:
+            self._rows.append(staged[0].row)
+        else:
+            self._rows.extend([one.row for one in staged])
         last = staged[-1].event
         self._seq, self._head = last.seq + 1, last.hash
         if len(self._rows) >= self._segment_events:
@@ -640,9 +707,9 @@ def _item_seq(staged: list[_Staged], index: Any, run_id: str, seq: int) -> int:
     return staged[index].event.seq
 
 
-def _usage_columns(columns: Mapping[str, Any]) -> dict[str, Any]:
-    names = ("model", "input_tokens", "output_tokens", "cached_tokens", "cost_usd", "duration_ms")
-    return {name: columns.get(name) for name in names}
+#: Whether each body class fills usage columns (most types fill none), found on first use.
+_COLUMNS: dict[type[Body], bool] = {}
+_NO_COLUMNS: Mapping[str, Any] = {}
 
 
 def _current(type: str, payload: Mapping[str, Any], run_id: str, seq: int) -> Mapping[str, Any]:

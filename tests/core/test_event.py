@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentlog.errors import InvalidBlobRefError
 from agentlog.events import BlobRef, Event, is_blob_json
@@ -49,3 +52,20 @@ def test_blob_ref_reads_through_its_reader() -> None:
 
 def test_is_blob_json() -> None:
     assert is_blob_json({"$blob": "x"}) and not is_blob_json({"blob": 1}) and not is_blob_json("$blob")
+
+
+@given(values=st.tuples(st.integers(0, 10**9), st.text(max_size=8), st.dictionaries(st.text(max_size=3), st.integers()),
+                        st.none() | st.text(max_size=4), st.none() | st.integers(0, 9), st.none() | st.text(max_size=4),
+                        st.integers(), st.none() | st.text(max_size=4), st.none() | st.integers(), st.none() | st.integers(),
+                        st.none() | st.integers(), st.none() | st.floats(allow_nan=False), st.none() | st.floats(allow_nan=False),
+                        st.text(max_size=8)))
+def test_stamped_makes_the_event_the_constructor_makes(values: tuple[Any, ...]) -> None:
+    """The writer's event maker sets every field, in Event's order, and nothing else runs in
+    Event's __init__ that it would skip."""
+    from agentlog.events.event import stamped
+
+    names = [f.name for f in dataclasses.fields(Event)]
+    made = stamped(*values)
+    assert made == Event(**dict(zip(names, values, strict=True)))
+    assert [getattr(made, name) for name in names] == list(values)
+    assert not hasattr(Event, "__post_init__")

@@ -4,6 +4,7 @@ OpenInference instrumentors, land in the recording active in their context while
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -313,3 +314,31 @@ def test_force_flush_writes_the_held_spans(store: Any, monkeypatch: Any) -> None
         assert on_disk(rec.run_id) == ["run.started"]  # held
         assert provider.force_flush()
         assert on_disk(rec.run_id) == ["run.started", "span.started", "span.started", "span.ended"]
+
+
+def test_a_live_span_keeps_the_redaction_and_blobs_of_every_event(store: Any) -> None:
+    """A secret in a span attribute is redacted before it is hashed, a long one goes to a blob,
+    a status message too: the live processor's events are prepared like any other."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.trace import Status, StatusCode
+
+    provider = TracerProvider()
+    provider.add_span_processor(al.otel.SpanProcessor())
+    tracer = provider.get_tracer("secrets")
+    long_text, long_error = "x" * 70_000, "boom " * 20_000
+    secrets = {"api_key": "sk-SECRET", "session_id": "s-SECRET", "url": "https://h.test/v1?key=K-SECRET&q=1"}
+    with al.recording(store=store, name="secrets", redact=["session_id"]) as rec, \
+            tracer.start_as_current_span("outer", attributes=secrets), \
+            tracer.start_as_current_span("inner", attributes={"prompt": long_text}) as inner:
+        inner.set_status(Status(StatusCode.ERROR, long_error))
+    run = store.run(rec.run_id)
+    assert run.verify().ok
+    started = {SpanStarted.of(e).name: SpanStarted.of(e) for e in run.iter_events() if e.type == "span.started"}
+    outer = started["outer"].attributes
+    assert outer["api_key"] == outer["session_id"] == "[REDACTED]"
+    assert outer["url"] == "https://h.test/v1?key=%5BREDACTED%5D&q=1"
+    assert started["inner"].attributes["prompt"].text() == long_text  # a blob, read back whole
+    [failed] = [e for e in run.iter_events() if e.type == "span.ended" and e.payload["status"] == "error"]
+    assert failed.payload["error"].text() == long_error
+    stored = "".join(json.dumps(e.payload, default=repr) for e in run.iter_events())
+    assert "SECRET" not in stored and long_text not in stored

@@ -4,17 +4,22 @@ later, in seq order, by the next write, flush, seal, close or the background thr
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _store_helpers import PYTHON, FixedClock, child_env
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentlog.errors import CanonicalJSONError
-from agentlog.events import Event, LLMRequest, LLMResponse, Note, SpanEnded, SpanStarted, Usage
+from agentlog.events import Event, LLMRequest, LLMResponse, Note, SpanEnded, SpanStarted, ToolResult, Usage
 from agentlog.store import Store
+from agentlog.store.wal import WAL_NAME
 from agentlog.store.writer import Emit
 
 
@@ -223,3 +228,92 @@ def test_an_item_names_its_cause_by_its_place_in_the_batch(store: Store) -> None
             w.emit_many([Emit(_note("x")), Emit(_note("y"), caused_by_item=bad)])  # type: ignore[arg-type]
     w.close()
     assert [e.caused_by for e in store.run("r").iter_events()] == [None, None, 1, 0, 2]
+
+
+# --- the typed staging against the path of a type and a payload --------------------------------
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+_LONG = st.text(alphabet="xyé", min_size=40, max_size=90)  # around the 64-byte threshold: inline or a blob
+_SCALAR = (st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+           | st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from([1e-05, 3e-9, -0.0, 2.5])
+           | _TEXT | _LONG | st.sampled_from(["https://u:hunter2@h.test/x?key=K3Y-SECRET&q=1", "http://h.test/?token=T0K3N-SECRET"]))
+_VALUE = st.recursive(_SCALAR, lambda inner: st.lists(inner, max_size=3)
+                      | st.dictionaries(_TEXT | st.sampled_from(["api_key", "Authorization", "session_id",
+                                                                 "properties"]), inner, max_size=3),
+                      max_leaves=8)
+_ATTRIBUTES = st.dictionaries(_TEXT | st.sampled_from(["api_key", "x-api-key", "url"]), _VALUE, max_size=4)
+
+
+@st.composite
+def _bodies(draw: st.DrawFn) -> list[tuple[Any, str | None, int | None, str | None]]:
+    """Typed bodies of the kinds the span processor and the transport write, with secrets, long
+    (blob) texts, URLs with credentials and floats orjson writes its own way, each with an
+    actor, a cause (an earlier seq) and a span id."""
+    out: list[tuple[Any, str | None, int | None, str | None]] = []
+    for seq in range(draw(st.integers(min_value=1, max_value=8))):
+        which = draw(st.sampled_from(["started", "ended", "llm", "tool"]))
+        if which == "started":
+            body: Any = SpanStarted(name=draw(_TEXT), kind=draw(st.sampled_from(["chain", "llm", "tool"])),
+                                    parent=draw(st.none() | st.just("s0")), attributes=draw(_ATTRIBUTES),
+                                    otel={"kind": "INTERNAL", "scope": draw(st.none() | _TEXT)})
+        elif which == "ended":
+            failed = draw(st.booleans())
+            body = SpanEnded(name=draw(_TEXT), status="error" if failed else "ok",
+                             error=draw(_TEXT | _LONG) if failed else None)
+        elif which == "llm":
+            body = LLMResponse(key=draw(_TEXT), model=draw(st.none() | _TEXT),
+                               message={"role": "assistant", "content": draw(_TEXT | _LONG)},
+                               usage=Usage(input_tokens=draw(st.integers(0, 10**6)), output_tokens=draw(st.integers(0, 999))),
+                               cost_usd=draw(st.none() | st.floats(0, 5) | st.integers(0, 3) | st.just(1e-05)),
+                               duration_ms=draw(st.none() | st.floats(0, 1e4)))
+        else:
+            body = ToolResult(key=draw(_TEXT), name=draw(_TEXT), result=draw(_VALUE),
+                              duration_ms=draw(st.none() | st.floats(0, 1e4)))
+        cause = draw(st.none() | st.integers(0, seq - 1)) if seq else None
+        out.append((body, draw(st.none() | st.sampled_from(["agent", "tool"])), cause, draw(st.none() | _TEXT)))
+    return out
+
+
+def _written(store: Store, run_id: str, writer: Any) -> tuple[bytes, list[tuple[Any, ...]]]:
+    """The WAL's bytes (held lines written first), then, after close, the stored events."""
+    writer.flush()
+    wal = (writer.path / WAL_NAME).read_bytes()
+    writer.close()
+    return wal, [(*_fields(e).values(),) for e in store.run(run_id).iter_events()]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(bodies=_bodies(), cuts=st.lists(st.tuples(st.integers(1, 4), st.booleans()), min_size=8, max_size=8))
+def test_typed_bodies_give_the_bytes_of_their_type_and_payload(tmp_path: Path, bodies: Any, cuts: Any) -> None:
+    """The same bodies appended by emit(body) one at a time, by emit_many in batches (some held),
+    and as a type, a payload and usage columns (the checked path every other event takes): the
+    same WAL bytes, the same events, hashes and segment, the same blobs."""
+    root = tmp_path / str(uuid.uuid4())
+    stores = {name: Store(root / name) for name in ("body", "batch", "payload")}
+    writers = {name: s.create_run(run_id="r", durability="none", clock=FixedClock(), blob_threshold=64, redact=["session_id"])
+               for name, s in stores.items()}
+    for body, actor, cause, span in bodies:
+        writers["body"].emit(body, actor=actor, caused_by=cause, span_id=span)
+        writers["payload"].emit(body.TYPE, body.to_payload(), actor=actor, caused_by=cause, span_id=span,
+                                **body.columns())
+    items, at = [Emit(body, actor, cause, span) for body, actor, cause, span in bodies], 0
+    for size, hold in cuts:
+        if at < len(items):
+            writers["batch"].emit_many(items[at:at + size], hold=hold)
+            at += size
+    writers["batch"].emit_many(items[at:])
+    written = {name: _written(stores[name], "r", w) for name, w in writers.items()}
+    assert written["body"] == written["batch"] == written["payload"]
+    segments = {name: [p.read_bytes() for p in sorted(s.run("r").path.glob("events-*.parquet"))] for name, s in stores.items()}
+    assert segments["body"] == segments["batch"] == segments["payload"]
+    blobs = {name: sorted(p.name for p in (root / name).rglob("*") if p.is_file() and "blobs" in p.parts)
+             for name in stores}
+    assert blobs["body"] == blobs["batch"] == blobs["payload"]
+    events = list(stores["batch"].run("r").iter_events())
+    for event in events:  # what the policy hides is hidden
+        text = json.dumps(event.payload, default=str)
+        assert "SECRET" not in text and "hunter2" not in text
+        if event.type == SpanStarted.TYPE:
+            attributes = event.payload["attributes"]
+            assert all(attributes[k] == "[REDACTED]" for k in ("api_key", "x-api-key") if k in attributes)
+    assert stores["batch"].run("r").verify().ok

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import datetime
+import enum
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _store_helpers import FixedClock, sha, tree_bytes
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentlog.errors import BlobNotFoundError, CanonicalJSONError, InvalidBlobRefError
 from agentlog.events import BlobRef
@@ -164,3 +168,45 @@ def test_type_and_text_fields_are_checked(writer: Any) -> None:
         writer.emit("note", {}, actor=3)
     with pytest.raises(CanonicalJSONError, match="span_id"):
         writer.emit("note", {}, span_id="\udc00")
+
+
+class _Level(enum.IntEnum):
+    HIGH = 3
+
+
+class _Mode(enum.StrEnum):
+    FAST = "fast"
+
+
+_ODD = st.sampled_from([float("nan"), float("inf"), 1e-05, 9.99e-05, 5e-324, -1e-7, 1e16, 2**64, -(2**63) - 1,
+                        "\ud800", "é\udfff", _Level.HIGH, _Mode.FAST, {1, 2}, datetime.date(2026, 12, 3), b"\x00\xff",
+                        ("t", 1.5), 1j, object])
+_PAYLOAD_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8) | st.text(min_size=70, max_size=90)
+    | _ODD,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.text(max_size=6) | st.sampled_from(["api_key", "properties"]) | st.integers(0, 3) | st.just(_Mode.FAST),
+        inner, max_size=3),
+    max_leaves=10)
+
+
+@settings(max_examples=500, deadline=None)
+@given(payload=st.dictionaries(st.text(max_size=6) | st.sampled_from(["token", "url"]), _PAYLOAD_VALUES, max_size=4))
+def test_the_one_walk_encodes_as_the_checked_way(payload: dict[str, Any]) -> None:
+    """PayloadPreparer.encode (one walk, canonical_json told what it found) gives what the walk and
+    then canonical_json's own check give: the same value and text, or the same error at the same
+    path (NaN, surrogates, a key that is not a str, scalar subclasses, tiny floats, big ints)."""
+    from agentlog.canonical import canonical_json
+    from agentlog.store.payload import PayloadPreparer
+
+    preparer = PayloadPreparer(redact=["url"], threshold=64, reader=None)
+    try:
+        prepared = preparer.prepare(payload)
+        expected: Any = (prepared, canonical_json(prepared.value, path="payload"))
+    except (CanonicalJSONError, InvalidBlobRefError) as exc:
+        expected = (type(exc), str(exc))
+    try:
+        got: Any = preparer.encode(payload)
+    except (CanonicalJSONError, InvalidBlobRefError) as exc:
+        got = (type(exc), str(exc))
+    assert got == expected
