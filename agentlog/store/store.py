@@ -34,7 +34,6 @@ from ._fs import fsync_dir, temp_name
 from .blobs import BlobStore
 from .checkpoints import NodeReader
 from .fsys import LOCAL, FileSystem, RemoteFS, is_url, open_url
-from .gc import GCReport, collect_garbage
 from .heads import KEY_ENV
 from .lock import RunLock
 from .meta import (
@@ -48,11 +47,9 @@ from .meta import (
     run_id_of,
     write_meta,
 )
-from .repair import RepairReport, repair_run
 from .run import Run
 from .snapshot import SegmentCache, load_snapshot
 from .tmp import clean_run_dir, sweep_once
-from .verify import VerifyReport, unreadable_report
 from .wal import Durability, TornWALWarning, rewrite_wal
 from .writer import Clock, RunWriter
 
@@ -65,7 +62,10 @@ if TYPE_CHECKING:
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
+    from .gc import GCReport
     from .push import PushReport
+    from .repair import RepairReport
+    from .verify import VerifyReport
 
 __all__ = ["DEFAULT_STORE", "Store", "open"]
 
@@ -454,6 +454,7 @@ class Store(Extensible):
         try:
             report = self.run(run_id, exact=True).verify()
         except StoreError as exc:
+            from .verify import unreadable_report
             report = unreadable_report(run_id, exc)
         bar.update(1)
         return report
@@ -475,6 +476,7 @@ class Store(Extensible):
             StoreError: a fork whose parent is not in the store (nothing is changed).
         """
         self._writable("repair a run")
+        from .repair import repair_run
         return repair_run(self, run_id)
 
     def gc(self, *, apply: bool = False, min_age: float = 60.0) -> GCReport:
@@ -489,6 +491,7 @@ class Store(Extensible):
                 writer may be about to reference a blob it just stored.
         """
         self._writable("collect garbage (gc runs on the machine that holds the store)")
+        from .gc import collect_garbage
         return collect_garbage(self, apply=apply, min_age=min_age)
 
     def push(self, url: str, runs: Iterable[str] | None = None, *,
