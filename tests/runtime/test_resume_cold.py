@@ -105,3 +105,57 @@ def test_a_resumed_loop_that_imports_httpx_late_records_its_requests(tmp_path: P
     assert types[call:result].count("http.request") == 1
     assert types[call:result].count("http.response") == 1
     assert "httpx" in seen["http_modules"]
+
+
+# --- rec.inputs of a run that goes on is read from its run.started when the program asks -----
+
+
+class EchoAgent:
+    """Calls ``echo`` (a tool that reads ``rec.inputs``) once, after an approval when ``ask``;
+    twice in a fork that set ``/forked``."""
+
+    name = "echo-agent"
+
+    def __init__(self, *, ask: bool) -> None:
+        self.ask = ask
+
+    def next_step(self, state: Any) -> Any:
+        import agentlog as al
+        if self.ask and not state["approvals"]["decided"]:
+            return al.RequestApproval({"echo": True}, reason="a person says when")
+        if len(state["tools"]) < (2 if state["vars"].get("forked") else 1):
+            return al.CallTool("echo", {})
+        return al.Finish(state["tools"][-1]["result"])
+
+
+def _echo(rec: Any) -> Any:
+    return {"inputs": rec.inputs}
+
+
+def test_a_resumed_program_reads_the_recorded_inputs(tmp_path: Path) -> None:
+    import agentlog as al
+    store = al.Store(tmp_path)
+    given = {"ticket": "T-1", "lines": [1, 2]}
+    run = al.run_agent(EchoAgent(ask=True), input=given, model=None, tools={"echo": _echo}, store=store,
+                       run_id="echo", durability="none")
+    assert run.status == "waiting"
+    al.approve("echo", len(run) - 2, "ops", store=store)
+    done = al.resume("echo", EchoAgent(ask=True), model=None, tools={"echo": _echo}, store=store,
+                     durability="none")
+    assert done.status == "finished"
+    assert done.event(len(done) - 1).payload["result"] == {"inputs": given}
+
+
+def test_a_loop_fork_reads_the_parents_recorded_inputs(tmp_path: Path) -> None:
+    import agentlog as al
+    store = al.Store(tmp_path)
+    given = {"ticket": "T-2"}
+    run = al.run_agent(EchoAgent(ask=False), input=given, model=None, tools={"echo": _echo}, store=store,
+                       run_id="echo", durability="none")
+    end_of_step = next(e.seq for e in run.iter_events() if e.type == "span.ended")
+    fork = al.fork(run, end_of_step, program=al.AgentProgram(EchoAgent(ask=False), model=None,
+                                                             tools={"echo": _echo}),
+                   edit=al.edit.patch_state([{"op": "add", "path": "/forked", "value": True}]))
+    assert fork.status == "finished"
+    assert [e.type for e in fork.iter_events()].count("tool.result") == 2
+    assert fork.event(len(fork) - 1).payload["result"] == {"inputs": given}
