@@ -380,7 +380,8 @@ class Store(Extensible):
             all_redact = tuple(sorted(set(settings.get("redact", [])) | {r.lower() for r in redact}))
             parent = meta.get("parent")
             start, prev = (0, GENESIS) if parent is None else (int(parent["seq"]) + 1, str(parent["hash"]))
-            snap = load_snapshot(run_dir, start=start, prev=prev, cache=SegmentCache())
+            segments = SegmentCache(self.fs)
+            snap = load_snapshot(run_dir, start=start, prev=prev, cache=segments)
             durable = durability is not Durability.NONE
             scan = snap.scan
             if scan.torn or snap.keep_from:
@@ -402,7 +403,7 @@ class Store(Extensible):
         return RunWriter(store=self, run_id=run_id, path=run_dir, meta=meta, lock=lock,
                          durability=durability, clock=clock, segment_events=segment_events,
                          blob_threshold=blob_threshold, redact=all_redact, seq=snap.end,
-                         head=snap.head, rows=list(snap.tail))
+                         head=snap.head, rows=list(snap.tail), segments=segments)
 
     def _signing_key(self) -> Any:
         """The key runs are signed with at close (loaded once), or ``None``.
