@@ -34,7 +34,6 @@ from ._fs import fsync_dir, temp_name
 from .blobs import BlobStore
 from .checkpoints import NodeReader
 from .fsys import LOCAL, FileSystem, RemoteFS, is_url, open_url
-from .heads import KEY_ENV
 from .lock import RunLock
 from .meta import (
     RUN_JSON,
@@ -67,10 +66,13 @@ if TYPE_CHECKING:
     from .repair import RepairReport
     from .verify import VerifyReport
 
-__all__ = ["DEFAULT_STORE", "Store", "open"]
+__all__ = ["DEFAULT_STORE", "KEY_ENV", "Store", "open"]
 
 #: Where runs go when neither a path nor ``$AGENTLOG_STORE`` is given.
 DEFAULT_STORE: Final = "./agentlog-runs"
+#: The environment variable naming the private key file a store signs closed runs with
+#: (:mod:`.heads`, imported only when a key is configured: opening a store does not load it).
+KEY_ENV: Final = "AGENTLOG_SIGNING_KEY"
 
 
 class Store(Extensible):
