@@ -3,10 +3,11 @@
 Inside a recording (``al.record``, ``al.arecord``, ``al.recording``, ``al.run_agent``) and in
 a replay or a fork, every request sent by any httpx client, sync or async, created before or
 inside the block, goes through the recorder active in the calling context: httpx's transports
-are patched once per process (:func:`~agentlog.capture.httpx_hook.install`; ``httpx2``, which the OpenAI, Anthropic and
-Agents SDKs import, too). Outside a recording, in one made with ``capture_http=False``, and
-inside a call the recorder answers itself (``rec.llm``, ``rec.tool``: on replay their answer
-is served and they are not called) a request passes through untouched.
+are patched once per process (:func:`~agentlog.capture.httpx_hook.install`, as the program
+imports httpx; ``httpx2``, which the OpenAI, Anthropic and Agents SDKs import, too). Outside a
+recording, in one made with ``capture_http=False``, and inside a call the recorder answers
+itself (``rec.llm``, ``rec.tool``: on replay their answer is served and they are not called) a
+request passes through untouched.
 
 A request to a model endpoint (:mod:`agentlog.capture.endpoints`: OpenAI chat completions and
 Responses, Anthropic messages, Gemini ``generateContent``, any OpenAI-compatible server) is a
