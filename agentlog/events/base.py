@@ -272,12 +272,28 @@ def event_type(name: str, *, version: int = 1, open: bool = False) -> Callable[[
         if name in _REGISTRY and _REGISTRY[name].__qualname__ != cls.__qualname__:
             raise ValueError(f"event type {name!r} is already {_REGISTRY[name].__qualname__}")
         cls.TYPE, cls.VERSION, cls.OPEN = name, version, open
-        cls._fields_ = _compile(cls)
-        cls._names_ = frozenset(f.name for f in cls._fields_ if f.where is not _COLUMN)
-        cls.K = Keys([f.name for f in cls._fields_])
+        setattr(cls, "_fields_", _COMPILED_ON_USE)  # noqa: B010 - a descriptor where a tuple is typed
+        own = [f for f in dataclasses.fields(cls) if f.name != "extra"]
+        cls._names_ = frozenset(f.name for f in own if f.metadata.get(_WHERE, _PAYLOAD) != _COLUMN)
+        cls.K = Keys([f.name for f in own])
         _REGISTRY[name] = cls
         return cls
     return register
+
+
+class _CompiledOnUse:
+    """``cls._fields_`` of a registered body until it is first read: then its fields' checkers
+    are built from the annotations and stored on the class in its place. Resolving the
+    annotations and building the checkers is a quarter of importing the vocabulary, and a
+    process uses a few of its thirty types (a resume: the run, span and approval events)."""
+
+    def __get__(self, obj: Any, owner: type[Body]) -> tuple[_Field, ...]:
+        fields = _compile(owner)
+        owner._fields_ = fields
+        return fields
+
+
+_COMPILED_ON_USE: Final = _CompiledOnUse()
 
 
 def upcaster(type: str, from_version: int) -> Callable[[Callable[[dict[str, Any]], dict[str, Any]]],
