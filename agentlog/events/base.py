@@ -285,7 +285,7 @@ class _CompiledOnUse:
     """``cls._fields_`` of a registered body until it is first read: then its fields' checkers
     are built from the annotations and stored on the class in its place. Resolving the
     annotations and building the checkers is a quarter of importing the vocabulary, and a
-    process uses a few of its thirty types (a resume: the run, span and approval events)."""
+    process uses a few of its 27 types (a resume: the run, span and approval events)."""
 
     def __get__(self, obj: Any, owner: type[Body]) -> tuple[_Field, ...]:
         fields = _compile(owner)
