@@ -31,7 +31,6 @@ import json
 import math
 import os
 import threading
-import tomllib
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -241,8 +240,12 @@ def load(path: str | os.PathLike[str]) -> int:
     p = Path(path)
     text = p.read_text(encoding="utf-8")
     try:
-        data = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
-    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        if p.suffix.lower() == ".toml":
+            import tomllib  # only for a TOML price file: not every recording pays its import
+            data = tomllib.loads(text)
+        else:
+            data = json.loads(text)
+    except ValueError as exc:  # tomllib.TOMLDecodeError is a ValueError
         kind = "TOML" if p.suffix.lower() == ".toml" else "JSON"
         raise PricingError(f"{p}: not valid {kind}: {exc}") from None
     parsed = _parse(data, str(p))

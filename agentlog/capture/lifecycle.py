@@ -33,8 +33,8 @@ from typing import Any
 from ..errors import DivergenceError
 from ..events import RunFailed, RunFinished, RunStarted
 from .effects import Live, Steps, arun, run
+from .httpx_hook import install
 from .recorder import Recorder, activate, error_text
-from .transport import install
 
 __all__ = ["Stopped", "adrive", "closing", "drive", "program_steps", "start", "status_of"]
 

@@ -20,7 +20,7 @@ from ..events import SPAN_STARTED
 from .fork import Edit, ReplaceInput, fork_sink
 from .lifecycle import closing, drive
 from .recorder import Recorder
-from .replay import recorded_inputs
+from .replay import deferred_inputs
 from .runtime.loop import AgentProgram, Loop
 from .runtime.resume import _interrupted_emit
 
@@ -74,7 +74,7 @@ def fork_loop(run: Any, at: int, *, program: AgentProgram, edits: list[Edit], na
     base, state = found
     writer, sink, bind = fork_sink(run, at, edits, name=name, store=store, run_id=run_id, tags=tags, clock=clock,
                                    start=base + 1)
-    rec = Recorder(sink, inputs=recorded_inputs(run), reducers=program.reducers, state=state,
+    rec = Recorder(sink, inputs=deferred_inputs(run), reducers=program.reducers, state=state,
                    clock=clock or time.time, timer=clock or time.perf_counter)
     bind(rec)
     partial = _interrupted_emit(run, state, program) if state["loop"]["step"] is None else None

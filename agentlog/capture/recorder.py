@@ -68,7 +68,7 @@ from .providers import LLMResult, normalize
 from .sinks import Interrupted, Sink
 from .streams import assemble, drain, is_stream, stream_api
 
-__all__ = ["SPAN_PARENTS", "LLMCallError", "OpenSpan", "Recorder", "SpanParent", "active_recorder", "call_failed", "error_text", "span", "takes_idempotency_key",
+__all__ = ["SPAN_PARENTS", "Deferred", "LLMCallError", "OpenSpan", "Recorder", "SpanParent", "active_recorder", "call_failed", "error_text", "span", "takes_idempotency_key",
            "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -136,6 +136,24 @@ def _unblob(value: Any) -> Any:
     return value
 
 
+class Deferred:
+    """A value read on first use: the ``inputs`` of a :class:`Recorder` that goes on with a
+    stored run (a resume, a fork by fold), which are in the run's first event, read from the
+    log only if the program asks for :attr:`Recorder.inputs`.
+
+    >>> Deferred(lambda: {"q": 1})()
+    {'q': 1}
+    """
+
+    __slots__ = ("_load",)
+
+    def __init__(self, load: Callable[[], Any]) -> None:
+        self._load = load
+
+    def __call__(self) -> Any:
+        return self._load()
+
+
 def call_failed(kind: str, key: str, exc: BaseException) -> CallFailed:
     """The ``error`` event of a call of ``kind`` with ``key`` that raised ``exc``."""
     return CallFailed(kind=kind, key=key, error=error_text(exc), type=type(exc).__name__)
@@ -146,7 +164,8 @@ class Recorder:
 
     Args:
         sink: where events go and recorded answers come from.
-        inputs: the program's inputs, as recorded in ``run.started``.
+        inputs: the program's inputs, as recorded in ``run.started`` (a :class:`Deferred`:
+            read on first use of :attr:`inputs`).
         reducers: the reducer set for :attr:`state` (default: the default projection).
         state: the state before the first event this recorder emits (a resumed or forked run).
         actor: the default ``actor`` of the events.
@@ -169,7 +188,7 @@ class Recorder:
         attach = getattr(sink, "checkpoint_from", None)
         if attach is not None:  # a run being written: checkpoint the state at its seals
             attach(lambda: self.state, reducers)
-        self.inputs = inputs
+        self._inputs = inputs
         self.actor = actor
         self._clock = clock
         self.timer = timer
@@ -183,6 +202,17 @@ class Recorder:
         """Calls answered from a log."""
 
     # --- state ------------------------------------------------------------------------------
+
+    @property
+    def inputs(self) -> Any:
+        """The program's inputs, as recorded in ``run.started``."""
+        if type(self._inputs) is Deferred:
+            self._inputs = self._inputs()
+        return self._inputs
+
+    @inputs.setter
+    def inputs(self, value: Any) -> None:
+        self._inputs = value
 
     @property
     def run_id(self) -> str:

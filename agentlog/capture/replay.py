@@ -20,12 +20,12 @@ from .divergence import Divergence
 from .effects import Steps, arun
 from .effects import run as run_steps
 from .lifecycle import Stopped, closing, program_steps
-from .recorder import Recorder
+from .recorder import Deferred, Recorder
 from .replayable import require_replayable
 from .session import Program, program_reducers, resolve_store
 from .sinks import Interrupted, ReplaySink, ResponseCache, WriterSink, recorded_by, run_redactor
 
-__all__ = ["ReplayMode", "ReplayResult", "areplay", "assert_replays", "recorded_inputs", "replay",
+__all__ = ["ReplayMode", "ReplayResult", "areplay", "assert_replays", "deferred_inputs", "recorded_inputs", "replay",
            "run_coroutine"]
 
 T = TypeVar("T")
@@ -82,6 +82,13 @@ def recorded_inputs(run: Any) -> Any:
         return None
     first = run.event(0)
     return RunStarted.of(first).inputs if first.type == RunStarted.TYPE else None
+
+
+def deferred_inputs(run: Any) -> Deferred:
+    """:func:`recorded_inputs`, read when the program first asks for ``rec.inputs``: a run
+    that goes on (a resume, a fork by fold) has its ``run.started`` written already, and
+    reading the first event costs a row group of the run's first segment (8,192 rows)."""
+    return Deferred(lambda: recorded_inputs(run))
 
 
 def _strict(program: Program, run: Any, reducers: Any, capture_http: bool) -> Steps[ReplayResult]:

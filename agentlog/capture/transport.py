@@ -3,10 +3,11 @@
 Inside a recording (``al.record``, ``al.arecord``, ``al.recording``, ``al.run_agent``) and in
 a replay or a fork, every request sent by any httpx client, sync or async, created before or
 inside the block, goes through the recorder active in the calling context: httpx's transports
-are patched once per process (:func:`install`; ``httpx2``, which the OpenAI, Anthropic and
-Agents SDKs import, too). Outside a recording, in one made with ``capture_http=False``, and
-inside a call the recorder answers itself (``rec.llm``, ``rec.tool``: on replay their answer
-is served and they are not called) a request passes through untouched.
+are patched once per process (:func:`~agentlog.capture.httpx_hook.install`, as the program
+imports httpx; ``httpx2``, which the OpenAI, Anthropic and Agents SDKs import, too). Outside a
+recording, in one made with ``capture_http=False``, and inside a call the recorder answers
+itself (``rec.llm``, ``rec.tool``: on replay their answer is served and they are not called) a
+request passes through untouched.
 
 A request to a model endpoint (:mod:`agentlog.capture.endpoints`: OpenAI chat completions and
 Responses, Anthropic messages, Gemini ``generateContent``, any OpenAI-compatible server) is a
@@ -44,10 +45,8 @@ one implementation (:mod:`agentlog.capture.effects`) for sync and async clients.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import logging
-import threading
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
@@ -75,12 +74,13 @@ from ..events import (
 from ..keys import http_key
 from ..redact import MARKER, Redactor
 from ..store.writer import Emit
-from .effects import Opaque, Steps, arun, inside_recorded_call, run
+from .effects import Opaque, Steps, arun, run
 from .endpoints import ModelCall, model_call
+from .httpx_hook import HTTPX_MODULES, install, installed, uninstall
 from .recorder import OpenSpan, Recorder, active_recorder, call_failed
 from .streams import assemble, sse_events
 
-__all__ = ["KEPT_RESPONSE_HEADERS", "RecordingTransport", "TransportCall", "async_client", "client",
+__all__ = ["HTTPX_MODULES", "KEPT_RESPONSE_HEADERS", "RecordingTransport", "TransportCall", "async_client", "client",
            "exchange", "install", "installed", "model_calls", "uninstall"]
 
 #: Response headers kept in the log: enough to rebuild the response, nothing that varies per
@@ -510,109 +510,6 @@ def async_client(rec: Recorder | None = None, *, transport: httpx.AsyncBaseTrans
                              **kwargs)
 
 
-# --- the process-wide patch ----------------------------------------------------------------------
-
-#: The httpx distributions patched: ``httpx`` and its fork ``httpx2`` (the one the OpenAI,
-#: Anthropic and Agents SDKs import), whichever are installed. Their classes are separate, so
-#: each is patched with its own ``Request`` and ``Response`` types.
-HTTPX_MODULES: Final = ("httpx", "httpx2")
-
-
-@dataclass(frozen=True, slots=True)
-class _Patch:
-    module: Any
-    sync: Callable[..., Any]
-    async_: Callable[..., Any]
-    patched_sync: Callable[..., Any]
-    patched_async: Callable[..., Any]
-
-
-_patches: dict[str, _Patch] = {}
-_install_lock = threading.Lock()
-
-
-def _recording_here() -> Recorder | None:
-    """The recorder that should record a request sent here, if any."""
-    rec = active_recorder()
-    if rec is None or not rec.capture_http or inside_recorded_call():
-        return None
-    return rec
-
-
-def _patch(module: Any) -> _Patch:
-    original_sync = module.HTTPTransport.handle_request
-    original_async = module.AsyncHTTPTransport.handle_async_request
-
-    def handle_request(self: Any, request: Any) -> Any:
-        rec = _recording_here()
-        if rec is None:
-            return original_sync(self, request)
-
-        def send(request: Any) -> Any:
-            response = original_sync(self, request)
-            response.read()
-            return response
-
-        return run(exchange(rec, request, request.read(), send, http=module,
-                            open_stream=lambda request: original_sync(self, request)))
-
-    async def handle_async_request(self: Any, request: Any) -> Any:
-        rec = _recording_here()
-        if rec is None:
-            return await original_async(self, request)
-
-        async def send(request: Any) -> Any:
-            response = await original_async(self, request)
-            await response.aread()
-            return response
-
-        async def open_stream(request: Any) -> Any:
-            return await original_async(self, request)
-
-        return await arun(exchange(rec, request, await request.aread(), send, http=module,
-                                   open_stream=open_stream))
-
-    return _Patch(module, original_sync, original_async, handle_request, handle_async_request)
-
-
-def _modules() -> list[Any]:
-    found = []
-    for name in HTTPX_MODULES:
-        try:
-            found.append(importlib.import_module(name))
-        except ImportError:
-            continue
-    return found
-
-
-def install() -> None:
-    """Patch httpx's transports once, process-wide (``httpx.HTTPTransport.handle_request`` and
-    ``AsyncHTTPTransport.handle_async_request``, the way respx and vcrpy do; ``httpx2`` too when
-    it is installed), so that every request sent inside a recording, by any client created
-    before or inside it, is recorded, and served from the log on replay.
-
-    Called by every recording, replay and fork as it starts; harmless to call again. Outside
-    a recording (or in one made with ``capture_http=False``) a request passes through
-    untouched, at the cost of one context-variable lookup.
-    """
-    with _install_lock:
-        for module in _modules():
-            patch = _patches.get(module.__name__)
-            if patch is None:
-                patch = _patches[module.__name__] = _patch(module)
-            module.HTTPTransport.handle_request = patch.patched_sync
-            module.AsyncHTTPTransport.handle_async_request = patch.patched_async
-
-
-def uninstall() -> None:
-    """Put httpx's transports back as they were (for benchmarks and tests)."""
-    with _install_lock:
-        for patch in _patches.values():
-            patch.module.HTTPTransport.handle_request = patch.sync
-            patch.module.AsyncHTTPTransport.handle_async_request = patch.async_
-
-
-def installed() -> bool:
-    """True while httpx's transports are patched."""
-    patch = _patches.get("httpx")
-    return patch is not None and httpx.HTTPTransport.handle_request is patch.patched_sync
+# --- the process-wide patch is agentlog.capture.httpx_hook (it imports httpx only when the
+# program does); install, uninstall, installed and HTTPX_MODULES are re-exported here, where
+# they were first.

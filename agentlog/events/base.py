@@ -273,14 +273,41 @@ def event_type(name: str, *, version: int = 1, open: bool = False) -> Callable[[
         if name in _REGISTRY and _REGISTRY[name].__qualname__ != cls.__qualname__:
             raise ValueError(f"event type {name!r} is already {_REGISTRY[name].__qualname__}")
         cls.TYPE, cls.VERSION, cls.OPEN = name, version, open
-        cls._fields_ = _compile(cls)
-        cls._payload_fields_ = tuple((f.name, f.where is _OPTIONAL, f.default) for f in cls._fields_
-                                     if f.where is not _COLUMN)
-        cls._names_ = frozenset(f.name for f in cls._fields_ if f.where is not _COLUMN)
-        cls.K = Keys([f.name for f in cls._fields_])
+        setattr(cls, "_fields_", _COMPILED_ON_USE)  # noqa: B010 - a descriptor where a tuple is typed
+        setattr(cls, "_payload_fields_", _PAYLOAD_FIELDS_ON_USE)  # noqa: B010 - the same
+        own = [f for f in dataclasses.fields(cls) if f.name != "extra"]
+        cls._names_ = frozenset(f.name for f in own if f.metadata.get(_WHERE, _PAYLOAD) != _COLUMN)
+        cls.K = Keys([f.name for f in own])
         _REGISTRY[name] = cls
         return cls
     return register
+
+
+class _CompiledOnUse:
+    """``cls._fields_`` of a registered body until it is first read: then its fields' checkers
+    are built from the annotations and stored on the class in its place. Resolving the
+    annotations and building the checkers is a quarter of importing the vocabulary, and a
+    process uses a few of its 27 types (a resume: the run, span and approval events)."""
+
+    def __get__(self, obj: Any, owner: type[Body]) -> tuple[_Field, ...]:
+        fields = _compile(owner)
+        owner._fields_ = fields
+        owner._payload_fields_ = tuple((f.name, f.where is _OPTIONAL, f.default) for f in fields
+                                       if f.where is not _COLUMN)
+        return fields
+
+
+class _PayloadFieldsOnUse:
+    """``cls._payload_fields_`` (name, optional, default of each payload field, read by
+    ``to_payload``) until it is first read: made with ``_fields_``, which it compiles."""
+
+    def __get__(self, obj: Any, owner: type[Body]) -> tuple[tuple[str, bool, Any], ...]:
+        owner._fields_  # noqa: B018 - compiles the fields and sets both on the class
+        return owner.__dict__["_payload_fields_"]  # type: ignore[no-any-return]
+
+
+_COMPILED_ON_USE: Final = _CompiledOnUse()
+_PAYLOAD_FIELDS_ON_USE: Final = _PayloadFieldsOnUse()
 
 
 def upcaster(type: str, from_version: int) -> Callable[[Callable[[dict[str, Any]], dict[str, Any]]],

@@ -22,14 +22,19 @@ Pure: no I/O, no clock, and no pyarrow, pandas or widgets (a test checks the imp
 
 from __future__ import annotations
 
-from .determinism import DeterminismReport, check_determinism
-from .diff import diff_states
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .engine import DEFAULT_EVERY, EventsFn, EventSource, SnapshotIndex, default_every, fold
 from .patch import NO_VALUE, Change, Patch, apply_patch
 from .persistent import PMap, PVector, pmap, pvector
 from .pointer import escape_token, format_pointer, parse_pointer
 from .reducers import INITIAL, Reducer, ReducerRegistrationWarning, Reducers, reducer
 from .values import State, freeze, json_equal, same_value, thaw
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .determinism import DeterminismReport, check_determinism
+    from .diff import diff_states
 
 __all__ = [
     "DEFAULT_EVERY",
@@ -63,3 +68,17 @@ __all__ = [
     "same_value",
     "thaw",
 ]
+
+# Comparing states and checking determinism are imported when first named: folding a run (a
+# resume, state_at) needs neither.
+_LAZY: dict[str, str] = {"DeterminismReport": "determinism", "check_determinism": "determinism",
+                         "diff_states": "diff"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

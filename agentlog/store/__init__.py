@@ -20,16 +20,35 @@ filled by ``store.push(url)`` (:mod:`.push`), read through :mod:`.fsys`.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .blobs import BlobStore
-from .gc import GCReport
-from .push import PushReport
-from .repair import RepairReport
 from .run import Run
 from .segments import SCHEMA, SCHEMA_VERSION
 from .store import Store, open
-from .verify import VerifyReport
 from .wal import Durability, TornWALWarning
 from .writer import RunWriter
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .gc import GCReport
+    from .push import PushReport
+    from .repair import RepairReport
+    from .verify import VerifyReport
+
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "BlobStore", "Durability", "GCReport", "PushReport", "RepairReport",
            "Run", "RunWriter", "Store", "TornWALWarning", "VerifyReport", "open"]
+
+# The reports of the store's maintenance jobs, imported when first named: reading and writing
+# runs (a resume, a recording) never loads garbage collection, push, repair or verify.
+_LAZY: dict[str, str] = {"GCReport": "gc", "PushReport": "push", "RepairReport": "repair",
+                         "VerifyReport": "verify"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -37,6 +37,7 @@ from ..proofs import (
 )
 from ._fs import write_atomic
 from .meta import iso_time
+from .store import KEY_ENV
 from .wal import row_body
 
 if TYPE_CHECKING:
@@ -48,8 +49,6 @@ __all__ = ["KEY_ENV", "SIGNED_HEAD_FILE", "check_head", "generate_key", "load_pr
            "prove_consistency", "prove_inclusion", "read_signed_head", "run_leaves", "sign_head",
            "write_signed_head"]
 
-#: The environment variable naming the private key file a store signs closed runs with.
-KEY_ENV: Final = "AGENTLOG_SIGNING_KEY"
 #: Where a store that has a key puts the signed head of a run it closes.
 SIGNED_HEAD_FILE: Final = "signed-head.json"
 

@@ -34,8 +34,6 @@ from ._fs import fsync_dir, temp_name
 from .blobs import BlobStore
 from .checkpoints import NodeReader
 from .fsys import LOCAL, FileSystem, RemoteFS, is_url, open_url
-from .gc import GCReport, collect_garbage
-from .heads import KEY_ENV
 from .lock import RunLock
 from .meta import (
     RUN_JSON,
@@ -48,11 +46,9 @@ from .meta import (
     run_id_of,
     write_meta,
 )
-from .repair import RepairReport, repair_run
 from .run import Run
 from .snapshot import SegmentCache, load_snapshot
 from .tmp import clean_run_dir, sweep_once
-from .verify import VerifyReport, unreadable_report
 from .wal import Durability, TornWALWarning, rewrite_wal
 from .writer import Clock, RunWriter
 
@@ -65,12 +61,18 @@ if TYPE_CHECKING:
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
+    from .gc import GCReport
     from .push import PushReport
+    from .repair import RepairReport
+    from .verify import VerifyReport
 
-__all__ = ["DEFAULT_STORE", "Store", "open"]
+__all__ = ["DEFAULT_STORE", "KEY_ENV", "Store", "open"]
 
 #: Where runs go when neither a path nor ``$AGENTLOG_STORE`` is given.
 DEFAULT_STORE: Final = "./agentlog-runs"
+#: The environment variable naming the private key file a store signs closed runs with
+#: (:mod:`.heads`, imported only when a key is configured: opening a store does not load it).
+KEY_ENV: Final = "AGENTLOG_SIGNING_KEY"
 
 
 class Store(Extensible):
@@ -380,7 +382,8 @@ class Store(Extensible):
             all_redact = tuple(sorted(set(settings.get("redact", [])) | {r.lower() for r in redact}))
             parent = meta.get("parent")
             start, prev = (0, GENESIS) if parent is None else (int(parent["seq"]) + 1, str(parent["hash"]))
-            snap = load_snapshot(run_dir, start=start, prev=prev, cache=SegmentCache())
+            segments = SegmentCache(self.fs)
+            snap = load_snapshot(run_dir, start=start, prev=prev, cache=segments)
             durable = durability is not Durability.NONE
             scan = snap.scan
             if scan.torn or snap.keep_from:
@@ -402,7 +405,7 @@ class Store(Extensible):
         return RunWriter(store=self, run_id=run_id, path=run_dir, meta=meta, lock=lock,
                          durability=durability, clock=clock, segment_events=segment_events,
                          blob_threshold=blob_threshold, redact=all_redact, seq=snap.end,
-                         head=snap.head, rows=list(snap.tail))
+                         head=snap.head, rows=list(snap.tail), segments=segments)
 
     def _signing_key(self) -> Any:
         """The key runs are signed with at close (loaded once), or ``None``.
@@ -454,6 +457,7 @@ class Store(Extensible):
         try:
             report = self.run(run_id, exact=True).verify()
         except StoreError as exc:
+            from .verify import unreadable_report
             report = unreadable_report(run_id, exc)
         bar.update(1)
         return report
@@ -475,6 +479,7 @@ class Store(Extensible):
             StoreError: a fork whose parent is not in the store (nothing is changed).
         """
         self._writable("repair a run")
+        from .repair import repair_run
         return repair_run(self, run_id)
 
     def gc(self, *, apply: bool = False, min_age: float = 60.0) -> GCReport:
@@ -489,6 +494,7 @@ class Store(Extensible):
                 writer may be about to reference a blob it just stored.
         """
         self._writable("collect garbage (gc runs on the machine that holds the store)")
+        from .gc import collect_garbage
         return collect_garbage(self, apply=apply, min_age=min_age)
 
     def push(self, url: str, runs: Iterable[str] | None = None, *,

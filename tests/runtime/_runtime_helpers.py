@@ -254,4 +254,10 @@ def warm_up() -> None:
     from agentlog import pricing
     from agentlog.capture.providers import normalize_usage
     pricing.cost(MODEL, normalize_usage({"prompt_tokens": 1, "completion_tokens": 1}, provider="openai"))
+    # The children inherit this heap (pandas, pyarrow, agentlog): frozen, a child's first full
+    # collection does not walk it. Unfrozen, one lands (~170 ms on a loaded 2-core box) at a
+    # point fixed by how many objects the imports above made, and where it fell between the WAL's
+    # creation and run.started, every kill of the crash test came before run.started.
+    import gc
+    gc.freeze()
 

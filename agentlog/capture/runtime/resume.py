@@ -21,7 +21,7 @@ from ...errors import AgentError
 from ...events import INTERRUPTED, Event, RunFailed, SpanEnded, SpanStarted
 from ...folding import thaw
 from ..recorder import Recorder
-from ..replay import recorded_inputs
+from ..replay import deferred_inputs
 from ..sinks import RESPONSE_TYPES, ResponseCache, answer_kind
 from .budget import Budget
 from .loop import AgentProgram, Partial
@@ -137,5 +137,5 @@ def resume(run_or_id: Any, agent: Agent, *, model: Callable[[Mapping[str, Any]],
         if budget is not None and budget.to_json() != thaw(state["loop"]["budget"]):
             rec.emit(budget.body(), actor="al.resume")
 
-    return session(writer, program, inputs=recorded_inputs(run), begin=begin, clock=clock, state=state,
+    return session(writer, program, inputs=deferred_inputs(run), begin=begin, clock=clock, state=state,
                    partial=partial, cache=_parent_answers(run))
