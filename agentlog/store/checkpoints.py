@@ -42,8 +42,9 @@ from ..errors import CheckpointError, CheckpointWarning
 from ..events import BlobRef
 from ..folding.encode import INLINE, encode, fill, make_shell, referenced
 from ..folding.persistent import PMap
-from ._fs import fsync_dir, temp_name, write_atomic
+from ._fs import fsync_dir, open_temp, write_atomic
 from .fsys import LOCAL, FileSystem
+from .meta import CHECKPOINTS
 
 if TYPE_CHECKING:
     from ..folding import Reducers
@@ -52,8 +53,6 @@ if TYPE_CHECKING:
 __all__ = ["CHECKPOINTS", "CLOSE_MIN", "EVERY", "FORMAT", "Checkpoint", "CheckpointWriter", "Named", "NodeReader",
            "build_checkpoints", "list_checkpoints", "load_checkpoint", "named_checkpoints", "nearest_checkpoint"]
 
-CHECKPOINTS: Final = "checkpoints"
-"""The folder of a run's checkpoints, inside the run's folder."""
 FORMAT: Final = 1
 """The checkpoint format this agentlog writes and reads."""
 BLOCK: Final = 64 * 1024
@@ -336,8 +335,9 @@ class _PackSink:
 
     def __init__(self, reader: NodeReader, path: Path, rel: str) -> None:
         self.reader, self.path, self.rel = reader, path, rel
-        self.tmp = path.with_name(temp_name(path.name))
-        self.file = open(self.tmp, "wb")  # noqa: SIM115 - closed in finish()/abort()
+        # flock-ed while open: a sweep (agentlog.store.tmp) removes a dead writer's pack, never ours
+        fd, self.tmp = open_temp(path)
+        self.file = os.fdopen(fd, "wb")  # closed in finish()/abort()
         self.file.write(_MAGIC)
         self.offset = len(_MAGIC)
         self.blocks: list[tuple[int, int, int]] = []
@@ -395,15 +395,15 @@ class _PackSink:
         self.file.flush()
         if durable:
             os.fsync(self.file.fileno())
-        self.file.close()
         os.replace(self.tmp, self.path)
+        self.file.close()  # after the rename: until then the lock says the temp file is live
         sha = self.hash.hexdigest()
         self.reader.known_pack(self.rel, sha, size, self.blocks)
         return sha, size
 
     def abort(self) -> None:
-        self.file.close()
         self.tmp.unlink(missing_ok=True)
+        self.file.close()
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,10 +18,12 @@ from ._fs import write_atomic
 from .fsys import LOCAL, FileSystem
 from .segments import SCHEMA_VERSION, check_schema_version
 
-__all__ = ["RUN_JSON", "RUN_PREFIX", "check_meta", "check_run_id", "iso_time", "new_run_id",
+__all__ = ["CHECKPOINTS", "RUN_JSON", "RUN_PREFIX", "check_meta", "check_run_id", "iso_time", "new_run_id",
            "parse_meta", "read_meta", "run_dir_name", "run_id_of", "write_meta"]
 
 RUN_JSON: Final = "run.json"
+CHECKPOINTS: Final = "checkpoints"
+"""The folder of a run's checkpoints, inside the run's folder (:mod:`.checkpoints`)."""
 #: Hive partition prefix of a run folder.
 RUN_PREFIX: Final = "run_id="
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")

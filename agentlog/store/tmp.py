@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Final
 from ..errors import RunLockedError
 from ._fs import is_temp_name
 from .lock import LOCK_NAME, RunLock
-from .meta import run_id_of
+from .meta import CHECKPOINTS, run_id_of
 
 if TYPE_CHECKING:
     from .store import Store
@@ -50,10 +50,14 @@ _swept_lock = threading.Lock()
 def clean_run_dir(run_dir: Path) -> list[Path]:
     """Delete every temp file in a run folder. The caller holds the run's lock.
 
+    Its ``checkpoints/`` folder is cleaned too, of dead writers' files only: checkpoints are
+    also built without the run's lock (``agentlog checkpoint``), so there a temp file goes
+    only when no live writer holds its ``flock``.
+
     Returns:
         The paths deleted.
     """
-    removed = []
+    removed = _dead_checkpoint_temps(run_dir)
     for path in _temp_entries(run_dir):
         try:
             if path.is_dir() and not path.is_symlink():
@@ -107,7 +111,10 @@ def sweep_store(store: Store, *, skip: Path | None = None) -> list[Path]:
                 removed.append(path)
             continue
         run_id = run_id_of(name)
-        if run_id is None or path == skip or not any(is_temp_name(n) for n in _names(path)):
+        if run_id is None or path == skip:
+            continue
+        removed.extend(_dead_checkpoint_temps(path))
+        if not any(is_temp_name(n) for n in _names(path)):
             continue
         try:
             lock = RunLock.acquire(path, run_id)
@@ -148,6 +155,11 @@ def _abandoned_creation(folder: Path) -> bool:
     finally:
         os.close(fd)
     return True
+
+
+def _dead_checkpoint_temps(run_dir: Path) -> list[Path]:
+    """Remove the temp files in a run's ``checkpoints/`` whose writer is dead."""
+    return [p for p in _temp_entries(run_dir / CHECKPOINTS) if remove_if_dead(p)]
 
 
 def _names(folder: Path) -> list[str]:

@@ -109,3 +109,26 @@ def test_a_temp_file_a_sweep_took_is_replaced_by_another_name(tmp_path: Path) ->
     finally:
         os.close(fd)
     assert tmp.remove_if_dead(t) and not t.exists()
+
+
+def test_dead_checkpoint_writers_temp_files_go_live_ones_stay(store: Store, tmp_path: Path) -> None:
+    """A writer killed while it wrote a checkpoint leaves a pack or a manifest half-written in
+    ``checkpoints/``: the run's next writer (and the first writer's sweep, for other runs)
+    removes it; one that a live ``agentlog checkpoint`` holds stays."""
+    make_run(store, 2, run_id="mine", close=True)
+    make_run(store, 2, run_id="other", close=True)
+    mine = store.runs_path / "run_id=mine" / "checkpoints"
+    other = store.runs_path / "run_id=other" / "checkpoints"
+    dead_pack = plant_dead(mine / "nodes-000000000001-0123456789abcdef.pack")
+    dead_manifest = plant_dead(other / "ckpt-000000000001-0123456789abcdef.json")
+    fd, live = open_temp(other / "nodes-000000000001-0123456789abcdef.pack")  # held, as a live builder does
+    try:
+        tmp._swept.clear()
+        store.writer("mine").close()
+        assert not dead_pack.exists() and not dead_manifest.exists()
+        assert live.exists()
+    finally:
+        os.close(fd)
+    assert [Path(t).name for t in temps(store.path)] == [live.name]
+    store.writer("other").close()
+    assert temps(store.path) == []
