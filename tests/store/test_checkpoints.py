@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from agentlog.errors import CheckpointWarning
 from agentlog.events import Event
 from agentlog.folding import Reducers, fold, same_value, thaw
+from agentlog.redact import DEFAULT
 from agentlog.store import Store
 from agentlog.store.checkpoints import build_checkpoints, list_checkpoints
 from agentlog.testing.strategies import docs_and_patches
@@ -52,6 +53,9 @@ def test_every_checkpoint_gives_the_state_folded_from_zero(tmp_path_factory: Any
     batches: list[list[dict[str, Any]]] = []
     for doc, ops in cases:  # each stretch starts from a document of its own
         batches += [[{"op": "replace", "path": "", "value": doc}]] + [[op] for op in ops]
+    # the writer redacts a value under a credential's name ("cookie"): a later "test" op of
+    # that value would then fail in any fold, from a checkpoint or from zero
+    assume(not DEFAULT.finds({"batches": batches}))
     store = Store(tmp_path_factory.mktemp("ck"))
     run = patch_run(store, "r", batches)
     events = events_of(run)
