@@ -415,3 +415,11 @@ def test_a_checkpoint_of_the_first_format_is_ignored_and_replaced(tmp_path: Path
     assert read == [(0, 50)]  # folded from the log
     build_checkpoints(Store(tmp_path).run("g"), STANDARD, every=10)
     assert [c.seq for c in list_checkpoints(run.path)] == [9, 19, 29, 39, 49]
+
+
+def test_the_cli_builds_checkpoints_at_the_spacing_recordings_use() -> None:
+    from agentlog.cli._checkpoint import checkpoint_command
+    from agentlog.store.checkpoints import EVERY
+
+    (every,) = [p for p in checkpoint_command.params if p.name == "every"]
+    assert every.default == EVERY
