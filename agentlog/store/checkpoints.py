@@ -82,8 +82,9 @@ EVERY: Final = 12_288
 default of ``agentlog checkpoint``: the first ``state_at(n)`` in a new process folds at most
 this many events. Chosen by cost: the 1M-event *mixed* workload of ``bench/fold.py`` folds
 a cold tail at ~20 µs an event (CPU) and a checkpoint costs ~30 KB besides what changed, so
-12,288 keeps its checkpoints at 14.4 % of the segments' bytes (16,384: more bytes spared, a
-third more tail to fold; 10,240: over 15 %)."""
+12,288 keeps its checkpoints at 14.4 % of the segments' bytes and a fresh ``state_at`` at
+136 / 269 ms CPU median / p99 (16,384: 13.5 %, and a third more tail to fold; 10,240: an
+estimated 15.2 %). ``bench/fresh.py`` measures both; ``docs/benchmarks.md`` has the figures."""
 CLOSE_MIN: Final = 10_000
 """A recorded run is checkpointed when it closes only if it has this many events (smaller
 runs fold in milliseconds); it is checkpointed at every seal whatever its size."""
