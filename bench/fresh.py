@@ -17,7 +17,7 @@ steadier one), and the load average at the start and end of the run:
     fresh side is timed from before ``import agentlog`` (so imports count) and also from
     after the imports (``..._call_s``).
 ``checkpoints``
-    for each workload, ``agentlog checkpoint`` (``build_checkpoints``, one every 16,384
+    for each workload, ``agentlog checkpoint`` (``build_checkpoints``, one every 12,288
     events, its default): its time and bytes against the segments' bytes; then
     ``al.Store(p).run(id).state_at(n)`` for random n, **each in a new Python process** (the
     call timed after the imports, ``agentlog.store``'s included, which ``import agentlog`` defers
@@ -263,7 +263,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", choices=("open_and_fold", "checkpoints", "activegraph"))
     parser.add_argument("--every", type=int, default=None,
-                        help="events between checkpoints (default: agentlog's, 16,384)")
+                        help="events between checkpoints (default: agentlog's, 12,288)")
     parser.add_argument("--trials", type=int, default=None,
                         help="random-access processes per workload (default 200; 30 with --quick)")
     args = parser.parse_args()

@@ -167,7 +167,7 @@ def fork(run: Any, at: int, *, program: Program, edit: Edit | Iterable[Edit] | N
     What it costs before the first new event: for a plain program, a replay of the prefix
     (every answer from the log, every event compared: about what ``al.replay`` costs per
     event, tens of microseconds); for an :class:`~agentlog.AgentProgram`, reading the state
-    at the cut from the run's checkpoints (at most 16,384 events folded) and replaying at most
+    at the cut from the run's checkpoints (at most 12,288 events folded) and replaying at most
     the one step the cut falls in, whatever the length of the prefix.
 
     Args:

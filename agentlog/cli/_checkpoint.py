@@ -12,7 +12,7 @@ __all__: list[str] = []
 
 @cli.command("checkpoint")
 @click.argument("runs", nargs=-1, required=True, metavar="RUN...")
-@click.option("--every", type=click.IntRange(min=1), default=16_384, show_default=True,
+@click.option("--every", type=click.IntRange(min=1), default=12_288, show_default=True,  # checkpoints.EVERY
               help="Events between checkpoints (one is always written at the last event).")
 @click.option("--program", metavar="MODULE:CALLABLE",
               help="Fold with this program's reducers (e.g. example:refunds for an agent run); "

@@ -14,8 +14,12 @@ Each node of the state (:mod:`agentlog.folding.encode`) is stored once, under it
 checkpoint writes only the nodes no earlier checkpoint of the run (or of its parent) holds, so
 consecutive checkpoints share every unchanged node on disk and one costs what changed. A pack
 is written (temp file, fsync, rename) before the manifest that names it, so a crash leaves at
-most an unreferenced pack, never a manifest that points at half a file; the manifest keeps
-each pack's SHA-256 and every node is checked against its digest when it is read.
+most an unreferenced pack, never a manifest that points at half a file. Every node is checked
+against its digest (SHA-256) when it is read; the digests are what detects a changed byte. A
+manifest records the SHA-256 of the pack it wrote, and the size of every other pack its nodes
+are in (format 1 repeated every pack's SHA-256 in every manifest: quadratic in the number of
+checkpoints, 7 % of the checkpoint bytes of a 1M-event run); a pack's hash, used only to say
+why a node failed, is in the manifest that wrote it.
 
 A checkpoint is read lazily: the root first, and each node when the fold or the user looks
 inside it, so the first ``state_at(n)`` in a new process costs the events between the nearest
@@ -53,10 +57,18 @@ if TYPE_CHECKING:
 __all__ = ["CHECKPOINTS", "CLOSE_MIN", "EVERY", "FORMAT", "Checkpoint", "CheckpointWriter", "Named", "NodeReader",
            "build_checkpoints", "list_checkpoints", "load_checkpoint", "named_checkpoints", "nearest_checkpoint"]
 
-FORMAT: Final = 1
-"""The checkpoint format this agentlog writes and reads."""
+FORMAT: Final = 2
+"""The checkpoint format this agentlog writes and reads. Checkpoints of another format are
+derived data like any other: ignored (folded from the log) and replaced when built again."""
 BLOCK: Final = 64 * 1024
 """Node records are compressed in blocks of about this many bytes."""
+LEVEL: Final = 16
+"""The zstd level of a pack's blocks. Most of a checkpoint is new content (leaves of JSON text),
+where zstd's optimal parsers (levels 13 and up) pay: on the 1M-event *mixed* workload of
+``bench/fold.py`` level 16 makes packs 15.7 % smaller than level 1, for 140-175 ms of
+compression per checkpoint (700 KB of node records) instead of 2 ms; levels 2-12 were no
+smaller than 1 and 17-19 no smaller than 16. Any level reads back the same: readers need no
+format change, and a higher level decompresses faster."""
 CACHE_BYTES: Final = 2**20
 """Decompressed blocks a reader keeps (least recently used first out). A node is decoded once
 and then lives in the state that holds it; the cache only saves decompressing a block again
@@ -64,10 +76,14 @@ for the next few nodes the fold reads from it, so sixteen blocks do. A large cac
 checkpoints' bytes beside the nodes made of them: 4 MiB of blocks was most of what a run held
 after 50 random ``state_at`` on the 1M-event *simple* run of ``bench/fresh.py`` (2.2x its final
 state; 1 MiB: 1.35x, no slower), and 64 MiB before that."""
-EVERY: Final = 16_384
+EVERY: Final = 12_288
 """Events between the checkpoints a recording writes (besides one at each seal), and the
 default of ``agentlog checkpoint``: the first ``state_at(n)`` in a new process folds at most
-this many events."""
+this many events. Chosen by cost: the 1M-event *mixed* workload of ``bench/fold.py`` folds
+a cold tail at ~20 µs an event (CPU) and a checkpoint costs ~30 KB besides what changed, so
+12,288 keeps its checkpoints at 14.4 % of the segments' bytes and a fresh ``state_at`` at
+136 / 269 ms CPU median / p99 (16,384: 13.5 %, and a third more tail to fold; 10,240: an
+estimated 15.2 %). ``bench/fresh.py`` measures both; ``docs/benchmarks.md`` has the figures."""
 CLOSE_MIN: Final = 10_000
 """A recorded run is checkpointed when it closes only if it has this many events (smaller
 runs fold in milliseconds); it is checkpointed at every seal whatever its size."""
@@ -116,7 +132,7 @@ class NodeReader:
         self.fs = fs
         self._blobs = blobs
         self._lock = threading.RLock()
-        self._packs: dict[str, tuple[str, int]] = {}   # named by a manifest: path -> (sha256, size)
+        self._packs: dict[str, tuple[str | None, int]] = {}  # named by a manifest: path -> (sha256, size)
         self._bad: dict[str, str] = {}                  # path -> why it failed
         self._tables: dict[str, list[tuple[int, int, int]]] = {}  # opened: path -> block table
         self._blocks: OrderedDict[tuple[str, int], bytes] = OrderedDict()
@@ -126,8 +142,9 @@ class NodeReader:
 
     # -- packs ----------------------------------------------------------------------------
 
-    def expect_pack(self, pack: str, sha256: str, size: int) -> None:
-        """Note the hash and size a manifest recorded for a pack. Nothing is read now: the pack's
+    def expect_pack(self, pack: str, sha256: str | None, size: int) -> None:
+        """Note the size (and, from the manifest that wrote it, the hash) a manifest recorded
+        for a pack. Nothing is read now: the pack's
         size and block table are checked when a node is first read from it, and every node
         against its digest (SHA-256) before it is used; a node that fails makes the whole pack
         be hashed, to say why (:meth:`verify_pack`). So opening a checkpoint reads the packs
@@ -143,11 +160,15 @@ class NodeReader:
             known = self._packs.get(pack)
             if known is None:
                 self._packs[pack] = (sha256, size)
-            elif known != (sha256, size):  # two manifests disagree: the bytes decide
-                self.verify_pack(pack, sha256, size)
+            elif known[1] != size or (sha256 is not None and known[0] not in (None, sha256)):
+                self.verify_pack(pack, sha256, size)  # two manifests disagree: the bytes decide
+            elif known[0] is None and sha256 is not None:
+                self._packs[pack] = (sha256, size)
 
-    def verify_pack(self, pack: str, sha256: str, size: int) -> None:
-        """Check a whole pack file against the hash and size a manifest recorded.
+    def verify_pack(self, pack: str, sha256: str | None, size: int) -> None:
+        """Check a whole pack file against the size a manifest recorded and the hash the
+        manifest that wrote it recorded (read from there when ``sha256`` is None; when that
+        manifest is gone, the size alone is checked).
 
         Raises:
             CheckpointError: the file is missing, of another size, or hashes otherwise.
@@ -156,14 +177,29 @@ class NodeReader:
             if pack in self._bad:
                 raise CheckpointError(str(self.root / pack), self._bad[pack])
             path = self.root / pack
+            if sha256 is None:
+                sha256 = self._writer_hash(pack)
             try:
                 data = self.fs.read_bytes(path)
             except OSError as exc:
                 self._fail(pack, f"cannot read the pack ({exc.strerror or exc})")
-            if len(data) != size or hashlib.sha256(data).hexdigest() != sha256:
+            if len(data) != size or (sha256 is not None and hashlib.sha256(data).hexdigest() != sha256):
                 self._fail(pack, "the pack's bytes differ from what its manifest recorded")
             self._tables[pack] = _block_table(data, str(path))
             self._packs[pack] = (sha256, size)
+
+    def _writer_hash(self, pack: str) -> str | None:
+        """The SHA-256 the manifest that wrote ``pack`` recorded for it (``nodes-<tag>.pack``
+        is written by ``ckpt-<tag>.json``), or None if that manifest does not say."""
+        path = self.root / pack
+        name = path.name
+        if not (name.startswith("nodes-") and name.endswith(".pack")):
+            return None
+        try:
+            own = read_manifest(path.with_name(f"ckpt-{name[6:-5]}.json"), self.fs).pack
+        except CheckpointError:
+            return None
+        return own[1] if own is not None and own[0] == pack else None
 
     def _open(self, pack: str) -> list[tuple[int, int, int]]:
         """A pack's block table, read from its end (its size checked against the manifest's)."""
@@ -215,14 +251,15 @@ class NodeReader:
         self._bad[pack] = why
         raise CheckpointError(str(self.root / pack), why)
 
-    def known_pack(self, pack: str, sha256: str, size: int, table: list[tuple[int, int, int]]) -> None:
+    def known_pack(self, pack: str, sha256: str | None, size: int, table: list[tuple[int, int, int]]) -> None:
         """Register a pack this process just wrote (no need to read it back)."""
         with self._lock:
             self._packs[pack] = (sha256, size)
             self._tables[pack] = table
 
-    def pack_info(self, pack: str) -> tuple[str, int]:
-        """``(sha256, size)`` of a verified or written pack."""
+    def pack_info(self, pack: str) -> tuple[str | None, int]:
+        """``(sha256, size)`` of a pack named by a manifest read or written (the hash may be
+        unknown: only the manifest that wrote a pack records it)."""
         return self._packs[pack]
 
     def depend(self, packs: set[str]) -> None:
@@ -314,6 +351,11 @@ class NodeReader:
         return BlobRef.from_json(obj, self._blobs)
 
 
+def _compress(raw: bytes) -> bytes:
+    import pyarrow as pa  # zstd; pyarrow is imported by the store already
+    return bytes(pa.Codec("zstd", compression_level=LEVEL).compress(raw, asbytes=True))
+
+
 def _decompress(raw: bytes, size: int) -> bytes:
     import pyarrow as pa  # zstd; pyarrow is imported by the store already
     return bytes(pa.decompress(raw, decompressed_size=size, codec="zstd", asbytes=True))
@@ -375,9 +417,8 @@ class _PackSink:
         return loc
 
     def _flush(self) -> None:
-        import pyarrow as pa
         raw = bytes(self.buffer)
-        packed = pa.compress(raw, codec="zstd", asbytes=True)
+        packed = _compress(raw)
         self.file.write(packed)
         self.hash.update(packed)
         self.blocks.append((self.offset, len(packed), len(raw)))
@@ -422,8 +463,11 @@ class Checkpoint:
     """The root node's reference code."""
     root_at: list[Any]
     """Where the root node is: ``[pack, block, offset, length, size]`` (pack by path)."""
-    packs: tuple[tuple[str, str, int], ...]
-    """Every pack its nodes are in: ``(path, sha256, size)``."""
+    packs: tuple[tuple[str, str | None, int], ...]
+    """Every pack its nodes are in: ``(path, sha256, size)``, the hash known only for
+    :attr:`pack`."""
+    pack: tuple[str, str, int] | None = None
+    """The pack this checkpoint wrote, ``(path, sha256, size)``; None if it added no node."""
 
 
 def _size(f: Any) -> int:
@@ -490,11 +534,15 @@ def read_manifest(path: Path, fs: FileSystem = LOCAL) -> Checkpoint:
         if doc.get("agentlog_checkpoint") != FORMAT:
             raise CheckpointError(str(path), f"checkpoint format {doc.get('agentlog_checkpoint')!r} is "
                                              f"not {FORMAT}")
-        packs = tuple((str(p["path"]), str(p["sha256"]), int(p["size"])) for p in doc["packs"])
+        own = doc["pack"]
+        pack = None if own is None else (str(own["path"]), str(own["sha256"]), int(own["size"]))
+        packs = tuple((f"{folder}/nodes-{tag}.pack", pack[1] if pack is not None and
+                       pack[0] == f"{folder}/nodes-{tag}.pack" else None, int(size))
+                      for folder, named in doc["packs"].items() for tag, size in named.items())
         root_at = list(doc["root_at"])
         return Checkpoint(path=path, seq=int(doc["seq"]), hash=str(doc["hash"]),
                           reducers=str(doc["reducers"]), root=list(doc["root"]), root_at=root_at,
-                          packs=packs)
+                          packs=packs, pack=pack)
     except CheckpointError:
         raise
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -567,18 +615,24 @@ class CheckpointWriter:
             if isinstance(at, Loc):
                 used |= self.reader.closure({at.pack})
         self.reader.depend(used)
-        packs = []
+        packs: dict[str, dict[str, int]] = {}  # folder -> tag -> size: a manifest names every pack
         for pack in sorted(used):
-            info = self.reader.pack_info(pack)
-            packs.append({"path": pack, "sha256": info[0], "size": info[1]})
+            where, _, name = pack.rpartition("/")
+            if not (name.startswith("nodes-") and name.endswith(".pack")):  # pragma: no cover
+                raise CheckpointError(str(self.reader.root / pack), "not a pack's name")
+            packs.setdefault(where, {})[name[6:-5]] = self.reader.pack_info(pack)[1]
+        own = None
+        if sink.written:
+            sha, size = self.reader.pack_info(sink.rel)
+            own = {"path": sink.rel, "sha256": sha, "size": size}
         self.reader.remember(state)
         root_at = at.code({}) if isinstance(at, Loc) else None
         if root_at is None:  # pragma: no cover - encode always stores the root
             raise CheckpointError(str(path), "the root was not stored")
         root_at[0] = at.pack
         manifest = {"agentlog_checkpoint": FORMAT, "run_id": self.run_id, "seq": seq, "hash": chain_hash,
-                    "reducers": self.fingerprint, "root": code, "root_at": root_at, "packs": packs,
-                    "nodes_written": sink.written}
+                    "reducers": self.fingerprint, "root": code, "root_at": root_at, "pack": own,
+                    "packs": packs, "nodes_written": sink.written}
         target = folder / f"ckpt-{tag}.json"
         write_atomic(target, json.dumps(manifest, separators=(",", ":")).encode(), durable=self.durable)
         if self.durable:
