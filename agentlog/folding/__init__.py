@@ -22,9 +22,9 @@ Pure: no I/O, no clock, and no pyarrow, pandas or widgets (a test checks the imp
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
+from .._lazy import lazy_getattr
 from .engine import DEFAULT_EVERY, EventsFn, EventSource, SnapshotIndex, default_every, fold
 from .patch import NO_VALUE, Change, Patch, apply_patch
 from .persistent import PMap, PVector, pmap, pvector
@@ -74,11 +74,4 @@ __all__ = [
 _LAZY: dict[str, str] = {"DeterminismReport": "determinism", "check_determinism": "determinism",
                          "diff_states": "diff"}
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)

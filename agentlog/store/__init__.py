@@ -20,9 +20,9 @@ filled by ``store.push(url)`` (:mod:`.push`), read through :mod:`.fsys`.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
+from .._lazy import lazy_getattr
 from .blobs import BlobStore
 from .run import Run
 from .segments import SCHEMA, SCHEMA_VERSION
@@ -44,11 +44,4 @@ __all__ = ["SCHEMA", "SCHEMA_VERSION", "BlobStore", "Durability", "GCReport", "P
 _LAZY: dict[str, str] = {"GCReport": "gc", "PushReport": "push", "RepairReport": "repair",
                          "VerifyReport": "verify"}
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
