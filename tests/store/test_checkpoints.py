@@ -427,3 +427,20 @@ def test_the_cli_builds_checkpoints_at_the_spacing_recordings_use() -> None:
 
     (every,) = [p for p in checkpoint_command.params if p.name == "every"]
     assert every.default == EVERY
+
+
+def test_rebuilding_in_the_process_that_built_them_keeps_the_packs(tmp_path: Path) -> None:
+    """A rebuild writes the same states: no node is new, so no pack is written, and the pack
+    of the same name the first build wrote (which the new manifests reference) stays."""
+    store = Store(tmp_path)
+    run = patch_run(store, "g", growing(300))
+    build_checkpoints(run, STANDARD, every=100)
+    packs = sorted(p.name for p in (run.path / "checkpoints").glob("*.pack"))
+    build_checkpoints(run, STANDARD, every=100, rebuild=True)
+    assert sorted(p.name for p in (run.path / "checkpoints").glob("*.pack")) == packs
+    fresh = Store(tmp_path).run("g")
+    events = events_of(fresh)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CheckpointWarning)
+        for n in (99, 150, 299):
+            assert same_value(fresh.state_at(n, reducers=STANDARD), fold(events[:n + 1], STANDARD))
