@@ -13,8 +13,11 @@ new conversation each call: two new blobs per call, as an agent's growing conver
 A plain call and a recorded call take turns, ``calls`` of each, so a load that comes and goes
 on the shared machine falls on both alike; each call is timed alone in this thread's CPU time
 (``time.thread_time``: no other thread is counted) and by the wall clock. The figures are the
-medians; ``recorded_cpu_over_plain_us`` is what issue 12's "≤ 1 ms per recorded model call on
-top of the unrecorded client" reads (``target_le_1ms_met``). Beside them, the mean user and
+medians; ``recorded_cpu_over_plain_us`` is what recording adds to a call, and
+``recorded_cpu_over_plain_with_close_us`` adds each call's share of the recording's close
+(which seals the run into a segment; timed in process CPU, pyarrow's threads included): that
+is what issue 12's "≤ 1 ms per recorded model call on top of the unrecorded client" reads
+(``target_le_1ms_met``). Beside them, the mean user and
 system (kernel) CPU time of each kind of call (``*_user_mean_us``, ``*_system_mean_us``: from
 ``getrusage``, which samples at the scheduler's tick, so only the means over all the calls
 mean anything): the recorded call's system time is mostly its new blob file. The recording is
@@ -56,7 +59,6 @@ def calls(*, n: int = 800, new_request: bool = False) -> dict[str, Any]:
     """Plain and recorded calls in turns; the figures as a dict (see the module docstring)."""
     import httpx
 
-    import agentlog as al
 
     count = [0]
 
@@ -74,8 +76,42 @@ def calls(*, n: int = 800, new_request: bool = False) -> dict[str, Any]:
     plain_wall: list[float] = []
     rec_cpu: list[float] = []
     rec_wall: list[float] = []
-    with tempfile.TemporaryDirectory() as tmp, \
-            al.recording(store=al.Store(tmp), name="bench call", durability="none") as rec, \
+    with tempfile.TemporaryDirectory() as tmp:
+        closed = _record(tmp, n, body, mock, plain_cpu, plain_wall, rec_cpu, rec_wall)
+    written, kernel, close_cpu, close_wall = closed
+    assert written == 1 + 6 * (n + 20), f"every recorded call is in the run ({written} events)"
+    out: dict[str, Any] = {"calls": n, "new_request": new_request}
+    for name, values in (("plain_cpu_us", plain_cpu), ("recorded_cpu_us", rec_cpu),
+                         ("plain_wall_us", plain_wall), ("recorded_wall_us", rec_wall)):
+        out[name] = round(statistics.median(values) * 1e6, 1)
+    for name, (user, system) in kernel.items():  # tick-sampled: means over all the calls
+        out[f"{name}_user_mean_us"] = round(user / n * 1e6, 1)
+        out[f"{name}_system_mean_us"] = round(system / n * 1e6, 1)
+    out["recorded_cpu_over_plain_us"] = round(out["recorded_cpu_us"] - out["plain_cpu_us"], 1)
+    out["recorded_wall_over_plain_us"] = round(out["recorded_wall_us"] - out["plain_wall_us"], 1)
+    out["recorded_over_plain_cpu_ratio"] = round(out["recorded_cpu_us"] / out["plain_cpu_us"], 2)
+    # the recording's close (it seals the run into a segment), shared by every call it holds
+    out["close_cpu_ms"] = round(close_cpu * 1e3, 1)
+    out["close_wall_ms"] = round(close_wall * 1e3, 1)
+    out["recorded_cpu_over_plain_with_close_us"] = round(
+        out["recorded_cpu_over_plain_us"] + close_cpu / (n + 20) * 1e6, 1)
+    out["target_le_1ms_met"] = out["recorded_cpu_over_plain_with_close_us"] <= 1000
+    out["load_average_1min"] = round(os.getloadavg()[0], 2)
+    log(f"plain {out['plain_cpu_us']} µs CPU, recorded {out['recorded_cpu_us']} µs CPU: "
+        f"+{out['recorded_cpu_over_plain_us']} µs (+{out['recorded_cpu_over_plain_with_close_us']} µs "
+        f"with the close's share)")
+    return out
+
+
+def _record(tmp: str, n: int, body: Any, mock: Any, plain_cpu: list[float], plain_wall: list[float],
+            rec_cpu: list[float], rec_wall: list[float]) -> tuple[int, dict[str, list[float]], float, float]:
+    """The calls in turns; returns the events written, the user and system CPU of each kind,
+    and the recording's close (CPU, wall)."""
+    import httpx
+
+    import agentlog as al
+
+    with al.recording(store=al.Store(tmp), name="bench call", durability="none") as rec, \
             httpx.Client(transport=mock) as plain, \
             httpx.Client(transport=al.transport.RecordingTransport(rec, transport=mock)) as recorded:
         for i in range(20):  # warm: imports, first blobs, pricing tables
@@ -95,22 +131,8 @@ def calls(*, n: int = 800, new_request: bool = False) -> dict[str, Any]:
                 kernel[name][0] += r1.ru_utime - r0.ru_utime
                 kernel[name][1] += r1.ru_stime - r0.ru_stime
         written = rec.next_seq
-    assert written == 1 + 6 * (n + 20), f"every recorded call is in the run ({written} events)"
-    out: dict[str, Any] = {"calls": n, "new_request": new_request}
-    for name, values in (("plain_cpu_us", plain_cpu), ("recorded_cpu_us", rec_cpu),
-                         ("plain_wall_us", plain_wall), ("recorded_wall_us", rec_wall)):
-        out[name] = round(statistics.median(values) * 1e6, 1)
-    for name, (user, system) in kernel.items():  # tick-sampled: means over all the calls
-        out[f"{name}_user_mean_us"] = round(user / n * 1e6, 1)
-        out[f"{name}_system_mean_us"] = round(system / n * 1e6, 1)
-    out["recorded_cpu_over_plain_us"] = round(out["recorded_cpu_us"] - out["plain_cpu_us"], 1)
-    out["recorded_wall_over_plain_us"] = round(out["recorded_wall_us"] - out["plain_wall_us"], 1)
-    out["recorded_over_plain_cpu_ratio"] = round(out["recorded_cpu_us"] / out["plain_cpu_us"], 2)
-    out["target_le_1ms_met"] = out["recorded_cpu_over_plain_us"] <= 1000
-    out["load_average_1min"] = round(os.getloadavg()[0], 2)
-    log(f"plain {out['plain_cpu_us']} µs CPU, recorded {out['recorded_cpu_us']} µs CPU: "
-        f"+{out['recorded_cpu_over_plain_us']} µs")
-    return out
+        t0, c0 = time.perf_counter(), time.process_time()  # the close: the with's exit
+    return written, kernel, time.process_time() - c0, time.perf_counter() - t0
 
 
 def main() -> None:
