@@ -381,7 +381,7 @@ class RunWriter:
         written and the writer's state is not changed."""
         if self._closed:
             raise RunClosedError(self.id)
-        where = f"run {self.id!r}, seq {seq}"
+        where = self._where(seq)
         if at is not None and at[0] != seq:
             raise ValueError(f"run {self.id!r}: cannot append seq {at[0]!r}; the next seq is {seq}")
         if payload is None:
