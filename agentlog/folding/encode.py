@@ -41,6 +41,7 @@ from typing import Any, Final, Protocol
 
 import orjson
 
+from ..canonical import long_int
 from ..events import BlobRef
 from .persistent import (
     PMap,
@@ -61,20 +62,6 @@ INLINE: Final = 256
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _json = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
-#: Digits to "0"; ":", ",", "[" and "-" (what comes before an integer in canonical JSON) to " ";
-#: every other byte to "x": an integer of 19 digits or more shows as " " and 19 "0" (one
-#: translate and one find, in C), a fraction's digits or a hex digest's do not.
-_MARKS = bytes(ord("0") if 48 <= c <= 57 else ord(" ") if chr(c) in ":,[-" else ord("x")
-               for c in range(256))
-_INT19 = b" " + b"0" * 19
-
-
-def _long_int(data: bytes) -> bool:
-    """Whether ``data`` may hold an integer literal past 64 bits (19 digits or more),
-    which orjson would read as a float, silently; the standard library reads it exactly. (A
-    string holding such digits says yes too: it is then read by the standard library, the
-    same value more slowly.)"""
-    return data.translate(_MARKS).find(_INT19) >= 0
 
 
 def _dumps(code: Any) -> bytes:
@@ -245,7 +232,7 @@ def decode(data: bytes, locations: list[Any], shell: Callable[[str, Any, Any, An
     Returns:
         For a map node ``("m", h, keys, values)``; for a vector node ``("v", h, items, None)``.
     """
-    if not _long_int(data):
+    if not long_int(data):
         code = orjson.loads(data)
     else:  # maybe an integer past 64 bits, which orjson would read as a float
         code = json.loads(data)

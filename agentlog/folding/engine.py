@@ -33,7 +33,7 @@ import gc
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Final, Protocol, TypeAlias
+from typing import Any, Final, NamedTuple, Protocol, TypeAlias
 
 from ..errors import FoldError, ReducerError
 from ..events import STATE_PATCH, Event, StatePatch
@@ -44,8 +44,8 @@ from .values import EMPTY_MAP, State, freeze
 
 _OPS: Final = StatePatch.K.ops
 
-__all__ = ["DEFAULT_EVERY", "KEEP", "MAX_SNAPSHOTS", "RECENT", "EventSource", "EventsFn", "SnapshotIndex",
-           "StoredFn", "as_events_fn", "default_every", "fold"]
+__all__ = ["DEFAULT_EVERY", "KEEP", "MAX_SNAPSHOTS", "RECENT", "EventSource", "EventsFn", "PatchBatch",
+           "SnapshotIndex", "StoredFn", "as_events_fn", "default_every", "fold"]
 
 DEFAULT_EVERY: Final = 1_000
 """The least number of events between snapshots (see :func:`default_every`)."""
@@ -89,6 +89,27 @@ about a state of its own: 16 held 8x the final state after 50 random ``state_at`
 run, 4 hold 3.4x (``bench/fresh.py``)."""
 
 _PATCH_NAME: Final = reducer_name(patch_vars)
+
+
+class PatchBatch(NamedTuple):
+    """Consecutive ``state.patch`` events as their payloads alone, seqs ``first, first + 1, …``:
+    what a store's columnar reader gives the fold's fast path (one object per batch, none per
+    event). Only an index's ``fold_events`` yields them, and only the fast path folds them."""
+
+    first: int
+    """The seq of the first payload."""
+    payloads: list[Any]
+    """The payloads, in seq order."""
+
+
+def _flatten(events: Iterable[Any]) -> Iterator[Any]:
+    """``events`` with each :class:`PatchBatch` spread out into one ``Event`` per payload."""
+    for event in events:
+        if type(event) is PatchBatch:
+            for seq, payload in enumerate(event.payloads, event.first):
+                yield Event(seq=seq, type=STATE_PATCH, payload=payload)
+        else:
+            yield event
 
 
 class EventSource(Protocol):
@@ -182,7 +203,7 @@ def _collector_paused() -> Iterator[None]:
         gc.enable()
 
 
-def _drive(events: Iterable[Event], reducers: Reducers, state: State, *, every: int = 0,
+def _drive(events: Iterable[Any], reducers: Reducers, state: State, *, every: int = 0,
            done: int = 0, on_boundary: Callable[[int, State], None] | None = None,
            ) -> tuple[State, int]:
     """Fold ``events`` into ``state``; return the state and how many events were folded.
@@ -195,7 +216,7 @@ def _drive(events: Iterable[Event], reducers: Reducers, state: State, *, every: 
         return _fold_loop(events, reducers, state, every, done, on_boundary)
 
 
-def _fold_loop(events: Iterable[Event], reducers: Reducers, state: State, every: int, done: int,
+def _fold_loop(events: Iterable[Any], reducers: Reducers, state: State, every: int, done: int,
                on_boundary: Callable[[int, State], None] | None) -> tuple[State, int]:
     table = reducers._table
     get = table.get
@@ -206,6 +227,23 @@ def _fold_loop(events: Iterable[Event], reducers: Reducers, state: State, every:
     position = done
     boundary = (done // every + 1) * every if every else -1
     for event in events:
+        if type(event) is PatchBatch:
+            if not fast:
+                raise TypeError("a PatchBatch is folded only on the state.patch fast path")
+            payloads, start, count = event.payloads, 0, len(event.payloads)
+            while start < count:
+                if slot is None:
+                    before = state.get("vars", EMPTY_MAP)
+                    slot = Slot(before)
+                end = count if boundary < 0 else min(count, start + boundary - position)
+                _apply_all(slot, payloads, start, end, parsed, event.first)
+                position += end - start
+                start = end
+                if position == boundary:
+                    state, slot = _commit(state, slot, before), None
+                    on_boundary(position, state)  # type: ignore[misc]
+                    boundary += every
+            continue
         kind = event.type
         if fast and kind == STATE_PATCH:
             if slot is None:
@@ -231,6 +269,17 @@ def _fold_loop(events: Iterable[Event], reducers: Reducers, state: State, every:
     if slot is not None:
         state = _commit(state, slot, before)
     return state, position - done
+
+
+def _apply_all(slot: Slot, payloads: list[Any], start: int, end: int, parsed: dict[str, tuple[str, ...]],
+               first: int) -> None:
+    """Apply ``payloads[start:end]`` (of a :class:`PatchBatch` starting at seq ``first``)."""
+    i = start
+    try:
+        for i in range(start, end):
+            apply_ops(slot, payloads[i][_OPS], parsed)
+    except Exception as exc:
+        raise ReducerError(first + i, STATE_PATCH, _PATCH_NAME, exc) from exc
 
 
 def fold(events: Iterable[Event], reducers: Reducers | Mapping[str, Any] | None = None,
@@ -289,9 +338,10 @@ class SnapshotIndex:
             (it stays as chosen when the run grows).
         stored: ``stored(n)``, the nearest stored state at or before ``n`` (see
             :data:`StoredFn`); the index then folds only from there.
-        fold_events: like ``events``, but may give ``state.patch`` events as any object with
-            ``seq``, ``type`` and ``payload`` (cheaper to make from a table); used for folding
-            when ``state.patch`` has only the standard reducer, never handed to callers.
+        fold_events: like ``events``, but may give runs of ``state.patch`` events as
+            :class:`PatchBatch` objects (cheaper to make from a table: no object per event);
+            used for folding when ``state.patch`` has only the standard reducer, never handed
+            to callers.
 
     >>> from agentlog.events import Event
     >>> events = [Event(seq=i, type="state.patch",
@@ -490,7 +540,7 @@ class SnapshotIndex:
         recent: dict[int, State] = {}
         table = self._reducers._table
         with _collector_paused():  # the fold's own reading: for patches, seq, type and payload only
-            for event in self._fold_events(tail, n + 1):
+            for event in _flatten(self._fold_events(tail, n + 1)):
                 state = _step(table, state, event)
                 recent[event.seq] = state
                 folded += 1

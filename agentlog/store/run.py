@@ -10,17 +10,21 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 import pyarrow as pa
 
 from ..accessors import Extensible
+from ..canonical import long_int
 from ..chain import GENESIS
 from ..errors import CorruptEventError, EventNotFoundError, EventSchemaError
 from ..events import STATE_PATCH, BlobRef, Event, lift, registry
 from ..events.origin import SOURCE_TAG
+from ..folding.engine import PatchBatch
 from .lock import writer_is_live
 from .meta import read_meta
 from .segments import SCHEMA, column_values, empty_table
@@ -39,7 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["Run"]
 
 _BATCH = 4096
-#: 19 digits in a row: maybe an integer orjson would read as a float (json reads it exactly).
+T = TypeVar("T")
 #: The standard types: their payloads are lifted to the version this code reads.
 _LIFTED = frozenset(registry())
 
@@ -219,8 +223,9 @@ class Run(Extensible):
         return self._iter_events(start, stop, light=False)
 
     def _iter_events(self, start: int, stop: int | None, *, light: bool) -> Iterator[Any]:
-        """:meth:`iter_events`; ``light``: ``state.patch`` rows as :class:`PatchRow` (the fold's
-        fast path reads only seq, type and payload)."""
+        """:meth:`iter_events`; ``light``: runs of ``state.patch`` rows of a segment as
+        :class:`~agentlog.folding.engine.PatchBatch` objects (the fold's fast path reads only
+        their payloads)."""
         if start < 0:
             raise ValueError(f"start must be >= 0, got {start}")
         snap = self._snapshot()
@@ -234,12 +239,14 @@ class Run(Extensible):
             yield from parent._iter_events(start, min(stop, at + 1), light=light)
             start = at + 1
         read = self.store.blobs.read
-        for seg in snap.segments:
-            if seg.end <= start or seg.first >= stop:
-                continue
-            lo = max(start, seg.first) - seg.first
-            hi = min(stop, seg.end) - seg.first
-            yield from _segment_events(seg, lo, hi, _decoder(read, seg.path, self.id), self.id, light)
+        spans = [(seg, max(start, seg.first) - seg.first, min(stop, seg.end) - seg.first)
+                 for seg in snap.segments if seg.end > start and seg.first < stop]
+        if light:
+            for (seg, lo, _), table in zip(spans, _tables(spans), strict=True):
+                yield from _light_events(seg, lo, table, _decoder(read, seg.path, self.id), self.id)
+        else:
+            for seg, lo, hi in spans:
+                yield from _table_events(seg.slice(lo, hi), _decoder(read, seg.path, self.id), self.id)
         decode = _decoder(read, snap.wal_path, self.id)
         for row in snap.tail:
             if start <= row[0] < stop:
@@ -416,7 +423,7 @@ def _decoder(reader: Callable[[str], bytes], path: Path, run_id: str) -> Callabl
             if '"$blob"' in text:
                 value = json.loads(text, object_hook=hook)
             else:
-                value = json.loads(text) if _long_int(text) else orjson.loads(text)
+                value = json.loads(text) if long_int(text.encode()) else orjson.loads(text)
         except (ValueError, RecursionError) as exc:  # JSON errors and malformed blob refs
             raise CorruptEventError(str(path), run_id, seq, f"its payload cannot be read ({exc})") from None
         if type(value) is not dict:
@@ -426,71 +433,84 @@ def _decoder(reader: Callable[[str], bytes], path: Path, run_id: str) -> Callabl
     return decode
 
 
-#: Digits to "0"; ":", ",", "[" and "-" (what comes before an integer in canonical JSON) to " ";
-#: every other byte to "x": an integer of 19 digits or more shows as " " and 19 "0" (one
-#: translate and one find, in C), a fraction's digits or a hex digest's do not.
-_MARKS = bytes(ord("0") if 48 <= c <= 57 else ord(" ") if chr(c) in ":,[-" else ord("x")
-               for c in range(256))
-_INT19 = b" " + b"0" * 19
+def _payloads(texts: list[str], seqs: Sequence[int], decode: Callable[[str, int], Any]) -> list[Any]:
+    """Decode a batch of payloads (:func:`_decoded`): the texts joined into one JSON array."""
+    return _decoded(("[" + ",".join(texts) + "]").encode(), lambda: texts, seqs, decode, None)
 
 
-def _long_int(text: str) -> bool:
-    """Whether ``text`` may hold an integer literal past 64 bits (19 digits or more),
-    which orjson would read as a float, silently; the standard library reads it exactly. (A
-    string holding such digits says yes too: it is then read by the standard library, the
-    same value more slowly.)"""
-    data = text.encode("utf-8", "surrogatepass")
-    return data.translate(_MARKS).find(_INT19) >= 0
+def _decoded(joined: bytes, texts: Callable[[], list[str]], seqs: Sequence[int],
+             decode: Callable[[str, int], Any], long: bool | None) -> list[Any]:
+    """Decode a batch of payloads with one orjson call: ``joined`` is their texts (canonical
+    JSON objects) as one JSON array. Those with a blob reference (or a long integer) go
+    through ``decode`` again, to turn the references into :class:`BlobRef` objects (or read
+    the integer exactly). A batch that does not decode, or holds something that is not an
+    object, is decoded row by row, so the error names the first bad seq.
 
-
-def _payloads(texts: list[str], seqs: list[int], decode: Callable[[str, int], Any]) -> list[Any]:
-    """Decode a batch of payloads: one orjson call for the batch (the texts are canonical
-    JSON objects, so joined with commas they make one array); those with a blob reference
-    (or a long integer) go through ``decode`` again, to turn the references into
-    :class:`BlobRef` objects (or read the integer exactly). A batch that does not decode, or
-    holds something that is not an object, is decoded row by row, so the error names the
-    first bad seq."""
-    joined = "[" + ",".join(texts) + "]"
+    Args:
+        joined: ``b"[" + b",".join(texts) + b"]"``.
+        texts: the texts, one per seq (called only when some must be decoded one by one).
+        seqs: the seqs of the payloads.
+        decode: one payload text and its seq to a value (:func:`_decoder`).
+        long: whether a text may hold a long integer; ``None``: look.
+    """
     try:
-        values: list[Any] = orjson.loads(joined)
+        values: list[Any] = orjson.loads(joined)  # bytes: faster for orjson than a str
     except (ValueError, RecursionError):
         values = []
-    if len(values) != len(texts) or any(type(v) is not dict for v in values):
-        return [decode(text, seq) for text, seq in zip(texts, seqs, strict=True)]
-    if '"$blob"' in joined or _long_int(joined):
-        for i, text in enumerate(texts):
-            if '"$blob"' in text or _long_int(text):
+    if len(values) != len(seqs) or set(map(type, values)) != _DICT:
+        return [decode(text, seq) for text, seq in zip(texts(), seqs, strict=True)]
+    if long is None:
+        long = long_int(joined)
+    if long or b'"$blob"' in joined:
+        for i, text in enumerate(texts()):
+            if '"$blob"' in text or long_int(text.encode()):
                 values[i] = decode(text, seqs[i])
     return values
 
 
-class PatchRow(NamedTuple):
-    """A ``state.patch`` row as the fold's fast path reads it (made for folding only)."""
-
-    seq: int
-    type: str
-    payload: Any
-
-
-_LIGHT = ("seq", "type", "payload")
+_DICT = {dict}
+_LIGHT = ("type", "payload")
+_LIGHT_BATCH = 16_384
+_AHEAD = 4 * _LIGHT_BATCH
+"""Read ahead in a thread only for this many rows or more (a short read, from a checkpoint,
+has nothing to overlap)."""
 
 
-def _segment_events(seg: Segment, lo: int, hi: int, decode: Callable[[str, int], Any], run_id: str,
-                    light: bool) -> Iterator[Any]:
-    """The events of rows ``lo..hi`` of a segment (:func:`_table_events`). ``light``: only
-    seq, type and payload are read, and the other columns only for the stretches that are not
-    all ``state.patch`` (read as :class:`PatchRow` objects)."""
-    if not light:
-        yield from _table_events(seg.slice(lo, hi), decode, run_id)
-        return
+def _tables(spans: list[tuple[Segment, int, int]]) -> Iterator[pa.Table]:
+    """The type and payload columns of each ``(segment, lo, hi)``, in order; a long read
+    reads the next segment in a thread while the caller folds this one (pyarrow releases
+    the GIL while it reads and checks a file: :func:`_read_ahead`)."""
+    jobs = [partial(seg.slice, lo, hi, _LIGHT) for seg, lo, hi in spans]
+    if sum(hi - lo for _, lo, hi in spans) < _AHEAD or len(spans) < 2:
+        return (job() for job in jobs)
+    return _read_ahead(jobs)
+
+
+def _read_ahead(jobs: Sequence[Callable[[], T]]) -> Iterator[T]:
+    """The results of ``jobs``, in order, each job run in a thread while the caller works on
+    the result before it. A job's error is raised when its result is reached (everything
+    before it was yielded)."""
+    with ThreadPoolExecutor(1, thread_name_prefix="agentlog-read-ahead") as pool:
+        ahead = pool.submit(jobs[0])
+        for job in jobs[1:]:
+            done, ahead = ahead, pool.submit(job)
+            yield done.result()
+        yield ahead.result()
+
+
+def _light_events(seg: Segment, lo: int, table: pa.Table, decode: Callable[[str, int], Any],
+                  run_id: str) -> Iterator[Any]:
+    """The events of ``table``, the type and payload columns of a segment's rows from
+    ``lo``: each stretch of ``state.patch`` rows as one :class:`PatchBatch` (a row's seq is the
+    segment's first seq plus its offset, as everywhere rows are located), other stretches as
+    events read with all their columns (:func:`_table_events`)."""
     at = lo
-    for batch in seg.slice(lo, hi, _LIGHT).to_batches(max_chunksize=_BATCH):
+    for batch in table.to_batches(max_chunksize=_LIGHT_BATCH):
         n = batch.num_rows
-        types = batch.column(1)
+        types = batch.column(0)
         if types.null_count == 0 and _only(types, STATE_PATCH):
-            seqs = batch.column(0).to_pylist()
-            payloads = _payloads(batch.column(2).to_pylist(), seqs, decode)
-            yield from map(PatchRow, seqs, [STATE_PATCH] * n, payloads)
+            first = seg.first + at
+            yield PatchBatch(first, _payloads(batch.column(1).to_pylist(), range(first, first + n), decode))
         else:
             yield from _table_events(seg.slice(at, at + n), decode, run_id)
         at += n

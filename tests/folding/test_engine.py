@@ -11,7 +11,7 @@ import pytest
 from agentlog.errors import FoldError, ReducerError
 from agentlog.events import Event
 from agentlog.folding import Reducers, SnapshotIndex, State, diff_states, fold, thaw
-from agentlog.folding.engine import KEEP, _step, as_events_fn
+from agentlog.folding.engine import KEEP, PatchBatch, _step, as_events_fn
 
 STANDARD = Reducers.standard()
 
@@ -164,6 +164,56 @@ def test_with_stored_states_a_fold_keeps_the_last_snapshots_it_passes() -> None:
     assert sorted(held) == list(range(40 - KEEP + 1, 41))
     for j, state in held.items():
         assert diff_states(state, expected[j * 10 - 1]) == [], j
+
+
+def batched(events: list[Event], size: int) -> list[Any]:
+    """``events`` with each run of patches as PatchBatch objects of at most ``size`` payloads,
+    as a store's columnar reader gives them."""
+    out: list[Any] = []
+    for event in events:
+        last = out[-1] if out else None
+        if event.type != "state.patch":
+            out.append(event)
+        elif type(last) is PatchBatch and len(last.payloads) < size:
+            last.payloads.append(event.payload)
+        else:
+            out.append(PatchBatch(event.seq, [event.payload]))
+    return out
+
+
+@pytest.mark.parametrize(("every", "size"), [(1, 4), (3, 5), (10, 1), (10, 64), (1000, 7)])
+@pytest.mark.parametrize("stored", [False, True])
+def test_patch_batches_fold_as_their_events(every: int, size: int, stored: bool) -> None:
+    """Batches of patch payloads, cut across snapshot boundaries, give the states the events
+    give one at a time, on the bulk fold and on the stored-state path (its last few events are
+    stepped one at a time)."""
+    events = mixed_run(120)
+    expected = step_by_step(events)
+
+    def light(start: int, stop: int) -> list[Any]:
+        return batched(events[start:stop], size)
+
+    index = SnapshotIndex(lambda a, b: events[a:b], len(events), STANDARD, every=every,
+                          stored=(lambda n: None) if stored else None, fold_events=light)
+    for n in [119, 0, 64, 65, 3, 118, 40]:
+        assert diff_states(index.at(n), expected[n]) == [], n
+
+
+def test_a_bad_patch_in_a_batch_names_its_seq() -> None:
+    good = {"ops": [{"op": "add", "path": "/a", "value": 1}]}
+    bad = {"ops": [{"op": "remove", "path": "/missing"}]}
+    batch = PatchBatch(10, [good, good, good, bad, good])
+    index = SnapshotIndex(lambda a, b: [], 15, STANDARD, every=100,
+                          fold_events=lambda a, b: [PatchBatch(0, [good] * 10), batch])
+    with pytest.raises(ReducerError) as caught:
+        index.at(14)
+    assert caught.value.seq == 13 and caught.value.type == "state.patch"
+
+
+def test_a_patch_batch_needs_the_fast_path() -> None:
+    custom = STANDARD.with_reducer("state.patch", lambda state, event: state)
+    with pytest.raises(TypeError, match="fast path"):
+        fold([PatchBatch(0, [{"ops": []}])], custom)
 
 
 def test_states_iterates_with_persistent_states() -> None:

@@ -1,0 +1,100 @@
+"""The fold's own read of a stored run: stretches of ``state.patch`` rows decoded in bulk, the
+next segment read in a thread while this one is folded; states and errors as the events give."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _store_helpers import rewrite_segment
+
+import agentlog.store.run as run_module
+from agentlog.errors import CorruptEventError, CorruptSegmentError
+from agentlog.events import BlobRef
+from agentlog.folding import Reducers, diff_states, fold
+from agentlog.store import Store
+
+STANDARD = Reducers.standard()
+BIG = 2**70  # past 64 bits: orjson would read it as a float
+N = 230
+
+
+def payload(i: int) -> dict[str, Any]:
+    if i == 0:
+        return {"ops": [{"op": "add", "path": "/log", "value": []}]}
+    ops: list[dict[str, Any]] = [{"op": "add", "path": "/log/-", "value": i},
+                                 {"op": "add", "path": f"/k{i % 5}", "value": {"at": i}}]
+    if i % 17 == 3:
+        ops.append({"op": "add", "path": "/big", "value": BIG + i})
+    if i % 23 == 7:
+        ops.append({"op": "add", "path": "/text", "value": f"{i} " + "x" * 200})  # a blob
+    return {"ops": ops}
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A run of N events in segments of 40: patches, and a note every 13th event."""
+    with Store(tmp_path).create_run(run_id="r", durability="none", segment_events=40,
+                                    blob_threshold=128) as w:
+        for i in range(N):
+            if i % 13 == 12:
+                w.emit("note", {"text": f"note {i}"})
+            else:
+                w.emit("state.patch", payload(i))
+    return tmp_path
+
+
+@pytest.fixture
+def ahead(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Read ahead on any read, in stretches of 7 rows; the list counts the reads ahead."""
+    calls: list[int] = []
+    read_ahead = run_module._read_ahead
+
+    def counted(jobs: list[Any]) -> Any:
+        calls.append(len(jobs))
+        return read_ahead(jobs)
+
+    monkeypatch.setattr(run_module, "_AHEAD", 0)
+    monkeypatch.setattr(run_module, "_LIGHT_BATCH", 7)
+    monkeypatch.setattr(run_module, "_read_ahead", counted)
+    return calls
+
+
+@pytest.mark.parametrize("n", [N - 1, 0, 39, 40, 117, 200])
+def test_state_at_of_a_fresh_run_equals_the_fold_of_its_events(root: Path, ahead: list[int], n: int) -> None:
+    events = list(Store(root).run("r").iter_events(0, n + 1))
+    got = Store(root).run("r").state_at(n, reducers=STANDARD)
+    assert diff_states(got, fold(events, STANDARD)) == []
+    if n >= 40:
+        assert ahead, "a read over two segments or more is read ahead"
+    last_big = max((i for i in range(n + 1) if i % 17 == 3 and i % 13 != 12), default=None)
+    if last_big is not None:
+        assert got["vars"]["big"] == BIG + last_big and type(got["vars"]["big"]) is int
+    if n >= 7:
+        assert isinstance(got["vars"]["text"], BlobRef)
+
+
+def test_a_bad_payload_in_a_segment_read_ahead_names_its_seq(root: Path, ahead: list[int]) -> None:
+    [_, second, *_] = sorted((root / "runs" / "run_id=r").glob("events-*.parquet"))
+
+    def spoil(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        rows[5]["payload"] = '{"ops": [not json'
+        return rows
+
+    rewrite_segment(second, spoil)
+    with pytest.raises(CorruptEventError) as caught:
+        Store(root).run("r").state_at(N - 1, reducers=STANDARD)
+    assert caught.value.seq == 45 and second.name in str(caught.value)
+
+
+def test_a_damaged_segment_read_ahead_is_named(root: Path, ahead: list[int]) -> None:
+    [_, _, third, *_] = sorted((root / "runs" / "run_id=r").glob("events-*.parquet"))
+    data = third.read_bytes()
+    footer = int.from_bytes(data[-8:-4], "little") + 8  # Parquet: footer, its length, "PAR1"
+    third.write_bytes(data[:4] + b"\0" * (len(data) - 4 - footer) + data[-footer:])  # the pages zeroed
+    run = Store(root).run("r")
+    assert len(run) == N  # the footer reads: the damage shows when the thread reads the pages
+    with pytest.raises(CorruptSegmentError, match=third.name):
+        run.state_at(N - 1, reducers=STANDARD)
+    assert ahead
