@@ -294,8 +294,9 @@ def main() -> None:
     out["loadavg_at_end"] = round(os.getloadavg()[0], 2)
     targets: dict[str, bool] = {}
     if want("open_and_fold"):
-        targets["open_and_fold_within_2x"] = all(out[f"open_and_fold_{k}"]["ratio"] <= 2
-                                                 for k in ("simple", "mixed"))
+        # the baseline is the plain in-memory fold (its 0.85 s for 300k events)
+        targets["open_and_fold_within_2x_of_fold"] = all(out[f"open_and_fold_{k}"]["ratio_vs_fold"] <= 2
+                                                         for k in ("simple", "mixed"))
     if want("checkpoints"):
         for k in ("simple", "mixed"):
             ck = out[f"checkpoints_{k}"]

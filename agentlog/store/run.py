@@ -42,8 +42,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Run"]
 
-_BATCH = 4096
 T = TypeVar("T")
+
+_BATCH = 4096
 #: The standard types: their payloads are lifted to the version this code reads.
 _LIFTED = frozenset(registry())
 
@@ -434,35 +435,30 @@ def _decoder(reader: Callable[[str], bytes], path: Path, run_id: str) -> Callabl
 
 
 def _payloads(texts: list[str], seqs: Sequence[int], decode: Callable[[str, int], Any]) -> list[Any]:
-    """Decode a batch of payloads (:func:`_decoded`): the texts joined into one JSON array."""
-    return _decoded(("[" + ",".join(texts) + "]").encode(), lambda: texts, seqs, decode, None)
+    """Decode a batch of payloads (:func:`_decoded`)."""
+    return _decoded(_joined(texts), texts, seqs, decode)
 
 
-def _decoded(joined: bytes, texts: Callable[[], list[str]], seqs: Sequence[int],
-             decode: Callable[[str, int], Any], long: bool | None) -> list[Any]:
-    """Decode a batch of payloads with one orjson call: ``joined`` is their texts (canonical
-    JSON objects) as one JSON array. Those with a blob reference (or a long integer) go
-    through ``decode`` again, to turn the references into :class:`BlobRef` objects (or read
-    the integer exactly). A batch that does not decode, or holds something that is not an
-    object, is decoded row by row, so the error names the first bad seq.
+def _joined(texts: list[str]) -> bytes:
+    """Payload texts (canonical JSON objects) as one JSON array, in UTF-8 (orjson reads bytes
+    faster than a str)."""
+    return ("[" + ",".join(texts) + "]").encode()
 
-    Args:
-        joined: ``b"[" + b",".join(texts) + b"]"``.
-        texts: the texts, one per seq (called only when some must be decoded one by one).
-        seqs: the seqs of the payloads.
-        decode: one payload text and its seq to a value (:func:`_decoder`).
-        long: whether a text may hold a long integer; ``None``: look.
-    """
+
+def _decoded(joined: bytes, texts: list[str], seqs: Sequence[int], decode: Callable[[str, int], Any]) -> list[Any]:
+    """Decode a batch of payloads, ``joined`` (:func:`_joined`), with one orjson call. Those
+    with a blob reference (or a long integer) go through ``decode`` again, to turn the
+    references into :class:`BlobRef` objects (or read the integer exactly). A batch that does
+    not decode, or holds something that is not an object, is decoded row by row, so the
+    error names the first bad seq."""
     try:
-        values: list[Any] = orjson.loads(joined)  # bytes: faster for orjson than a str
+        values: list[Any] = orjson.loads(joined)
     except (ValueError, RecursionError):
         values = []
-    if len(values) != len(seqs) or set(map(type, values)) != _DICT:
-        return [decode(text, seq) for text, seq in zip(texts(), seqs, strict=True)]
-    if long is None:
-        long = long_int(joined)
-    if long or b'"$blob"' in joined:
-        for i, text in enumerate(texts()):
+    if len(values) != len(texts) or set(map(type, values)) != _DICT:
+        return [decode(text, seq) for text, seq in zip(texts, seqs, strict=True)]
+    if b'"$blob"' in joined or long_int(joined):
+        for i, text in enumerate(texts):
             if '"$blob"' in text or long_int(text.encode()):
                 values[i] = decode(text, seqs[i])
     return values
@@ -509,10 +505,14 @@ def _light_events(seg: Segment, lo: int, table: pa.Table, decode: Callable[[str,
         n = batch.num_rows
         types = batch.column(0)
         if types.null_count == 0 and _only(types, STATE_PATCH):
-            first = seg.first + at
-            yield PatchBatch(first, _payloads(batch.column(1).to_pylist(), range(first, first + n), decode))
-        else:
-            yield from _table_events(seg.slice(at, at + n), decode, run_id)
+            texts = batch.column(1).to_pylist()
+            joined = _joined(texts)
+            if b'"$v"' not in joined:  # a versioned patch is lifted (or refused, if newer) below
+                first = seg.first + at
+                yield PatchBatch(first, _decoded(joined, texts, range(first, first + n), decode))
+                at += n
+                continue
+        yield from _table_events(seg.slice(at, at + n), decode, run_id)
         at += n
 
 

@@ -3,6 +3,7 @@ next segment read in a thread while this one is folded; states and errors as the
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 from _store_helpers import rewrite_segment
 
 import agentlog.store.run as run_module
-from agentlog.errors import CorruptEventError, CorruptSegmentError
+from agentlog.errors import CorruptEventError, CorruptSegmentError, EventVersionError
 from agentlog.events import BlobRef
 from agentlog.folding import Reducers, diff_states, fold
 from agentlog.store import Store
@@ -98,3 +99,19 @@ def test_a_damaged_segment_read_ahead_is_named(root: Path, ahead: list[int]) -> 
     with pytest.raises(CorruptSegmentError, match=third.name):
         run.state_at(N - 1, reducers=STANDARD)
     assert ahead
+
+
+def test_a_patch_of_a_newer_version_in_a_bulk_stretch_is_refused_naming_its_seq(root: Path, ahead: list[int]) -> None:
+    """The bulk read skips the lifting of each payload only where none is versioned: a patch
+    written by a newer agentlog is refused, never folded as if it were this version's."""
+    [_, second, *_] = sorted((root / "runs" / "run_id=r").glob("events-*.parquet"))
+
+    def newer(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        payload = json.loads(rows[3]["payload"])
+        rows[3]["payload"] = json.dumps({"$v": 99, **payload}, separators=(",", ":"), sort_keys=True)
+        return rows
+
+    rewrite_segment(second, newer)
+    with pytest.raises(EventVersionError) as caught:
+        Store(root).run("r").state_at(N - 1, reducers=STANDARD)
+    assert "seq 43" in str(caught.value) and "r" in str(caught.value)
