@@ -11,14 +11,15 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..canonical import canonical_json
-from ..events import USAGE_FIELDS, Event
+from ..events import USAGE_FIELDS, BlobRef, Event
 
-__all__ = ["COMPARED_FIELDS", "Divergence", "differing_fields"]
+__all__ = ["COMPARED_FIELDS", "Divergence", "as_recorded", "differing_fields"]
 
 #: What strict replay compares. ``ts`` is left out: it records when, not what.
 COMPARED_FIELDS = ("type", "actor", "caused_by", "span_id", "payload", *USAGE_FIELDS)
@@ -37,6 +38,34 @@ def differing_fields(expected: Event, actual: Event) -> tuple[str, ...]:
     ('payload',)
     """
     return tuple(n for n in COMPARED_FIELDS if _value(expected, n) != _value(actual, n))
+
+
+def as_recorded(recorded: Any, value: Any) -> Any:
+    """``value`` (what a program emits) with each string or bytes that the ``recorded``
+    payload holds as a blob of the same bytes replaced by that blob reference.
+
+    The store keeps some values as blobs that a program gives inline: the writer moves long
+    text to a blob, and version 1 of ``http.request``/``http.response`` kept every body as
+    one. Such a value is the same value in another form, not a divergence.
+
+    >>> text = "x" * 20
+    >>> ref = BlobRef("sha256:" + hashlib.sha256(text.encode()).hexdigest(), 20, "text/plain")
+    >>> as_recorded({"a": ref, "b": 1}, {"a": text, "b": 2}) == {"a": ref, "b": 2}
+    True
+    """
+    if type(recorded) is BlobRef:
+        if isinstance(value, str):
+            data = value.encode("utf-8", "surrogatepass")
+        elif isinstance(value, (bytes, bytearray, memoryview)):
+            data = bytes(value)
+        else:
+            return value
+        return recorded if "sha256:" + hashlib.sha256(data).hexdigest() == recorded.digest else value
+    if isinstance(recorded, Mapping) and isinstance(value, Mapping):
+        return {k: as_recorded(recorded[k], v) if k in recorded else v for k, v in value.items()}
+    if isinstance(recorded, (list, tuple)) and isinstance(value, (list, tuple)) and len(recorded) == len(value):
+        return [as_recorded(r, v) for r, v in zip(recorded, value, strict=True)]
+    return value
 
 
 def _short(event: Event | None) -> str:

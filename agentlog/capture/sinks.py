@@ -55,7 +55,7 @@ from ..events import (
 )
 from ..redact import DEFAULT, Redactor
 from ..store.writer import Emit
-from .divergence import Divergence, differing_fields, payload_diff
+from .divergence import Divergence, as_recorded, differing_fields, payload_diff
 
 __all__ = ["EXTERNAL_TYPES", "RESPONSE_TYPES", "Interrupted", "ReplaySink", "ResponseCache", "Sink",
            "WriterSink", "answer_kind", "cached", "is_interruption", "recorded_by", "run_redactor"]
@@ -471,11 +471,10 @@ class ReplaySink:
         if expected is None:
             self._diverge(None, actual, note="the recorded run ends here; the program emitted more")
         assert expected is not None
-        actual = replace(actual, ts=expected.ts)
+        # compared as the writer stores it: redacted, long text and bytes as blobs
+        payload = as_recorded(expected.payload, self._redactor.value(actual.payload))
+        actual = replace(actual, ts=expected.ts, payload=payload)
         differs = differing_fields(expected, actual)
-        if "payload" in differs:  # the writer stored it redacted: compare it so
-            actual = replace(actual, payload=self._redactor.value(actual.payload))
-            differs = differing_fields(expected, actual)
         if differs:
             if is_interruption(expected):
                 self._interrupt(expected, actual)

@@ -70,6 +70,7 @@ from ..events import (
     HTTPRequest,
     HTTPResponse,
     LLMResponse,
+    Text,
 )
 from ..keys import http_key
 from ..redact import MARKER, Redactor
@@ -190,9 +191,8 @@ def _served_answer(rec: Recorder, call: ModelCall, key: str, answer: HTTPRespons
     served = rec.serve(LLM_RESPONSE, key, asked)
     if served is not None:
         return served
-    content = answer.body.read_bytes() if answer.body is not None else b""
-    body = _answer(rec, call, key, answer.status, content, asked, rec.timer(),
-                   answer.body if call.streamed else None)
+    stream = answer.body if call.streamed and isinstance(answer.body, BlobRef) else None
+    body = _answer(rec, call, key, answer.status, answer.content, asked, rec.timer(), stream)
     if isinstance(body, LLMResponse):
         body = dataclasses.replace(body, cache_hit=True, cost_source="cache", duration_ms=None,
                                    served_from_seq=answer.served_from_seq,
@@ -218,14 +218,16 @@ class _Asked:
         call ``llm.response``, and ``span.ended``."""
         rec, span = self.rec, self.span
         actor, span_id = rec.actor, span.span_id
-        blob = rec.blob(content, media) if content else None
-        items = [Emit(HTTPResponse(key=self.key, status=status, headers=headers, body=blob,
+        call = self.call
+        streamed = call is not None and call.streamed
+        blob = rec.blob(content, media) if content and streamed else None  # the raw stream, kept once
+        items = [Emit(HTTPResponse(key=self.key, status=status, headers=headers,
+                                   body=blob if streamed else _kept_body(rec, content, media),
                                    duration_ms=(rec.timer() - started) * 1000), actor, self.request.seq, span_id)]
-        call, asked = self.call, self.llm_request
+        asked = self.llm_request
         if call is not None and asked is not None and self.llm_key is not None:
             try:
-                answer = _answer(rec, call, self.llm_key, status, content, asked, started,
-                                 blob if call.streamed else None)
+                answer = _answer(rec, call, self.llm_key, status, content, asked, started, blob)
             except BaseException:
                 rec.emit_many(items)  # as one event at a time: the response was written before
                 raise
@@ -264,7 +266,7 @@ def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redac
         key = http_key(request.method, url, body)
         items.append(Emit(HTTPRequest(key=key, method=request.method, url=url,
                                       headers=redactor.headers(request.headers.items()),
-                                      body=rec.blob(body, media) if body else None),
+                                      body=_kept_body(rec, body, media)),
                           actor, None, span_id, caused_by_item=None if call is None else 1))
         batched = True
         rec.emit_many(items, taken=taken)
@@ -430,9 +432,20 @@ def _recorded_failure(failed: CallFailed, http: Any) -> Exception:
 
 
 def _response(answer: HTTPResponse, http: Any) -> Any:
-    content = answer.body.read_bytes() if answer.body is not None else b""
     headers = {k: v if isinstance(v, str) else v.text() for k, v in answer.headers.items()}
-    return http.Response(answer.status, headers=headers, content=content)
+    return http.Response(answer.status, headers=headers, content=answer.content)
+
+
+def _kept_body(rec: Recorder, content: bytes, media: str) -> Text | None:
+    """A body as an HTTP event keeps it: its text when it is UTF-8, in the event itself (a
+    model call's JSON needs no blob file of its own, which costs more than the rest of its
+    recording; the store moves long text to a blob), else a blob of its bytes."""
+    if not content:
+        return None
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError:
+        return rec.blob(content, media)
 
 
 class RecordingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):

@@ -169,10 +169,20 @@ class ToolResult(Body):
         return self.error is not None
 
 
-@event_type("http.request")
+def _bytes(body: Text | None) -> bytes:
+    if body is None:
+        return b""
+    return body.encode("utf-8") if isinstance(body, str) else body.read_bytes()
+
+
+@event_type("http.request", version=2)
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HTTPRequest(Body):
-    """An HTTP request went out (secrets in headers and query already redacted)."""
+    """An HTTP request went out (secrets in headers and query already redacted).
+
+    >>> HTTPRequest(key="k", method="POST", url="https://x.test/", headers={}, body='{"a":1}').content
+    b'{"a":1}'
+    """
 
     key: str
     """The exchange's cache key (method, normalised URL, body)."""
@@ -182,11 +192,23 @@ class HTTPRequest(Body):
     """The URL."""
     headers: Mapping[str, Text]
     """The request headers, names lower-cased."""
-    body: BlobRef | None = None
-    """The body, stored as a blob."""
+    body: Text | None = None
+    """The body: its text when it is UTF-8 (kept in the event; the store moves long text to a
+    blob), else a blob of its bytes. :attr:`content` reads either as bytes."""
+
+    @property
+    def content(self) -> bytes:
+        """The body's bytes (``b""`` for none)."""
+        return _bytes(self.body)
 
 
-@event_type("http.response")
+@upcaster("http.request", 1)
+def _request_v1(payload: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 kept every body as a blob, which version 2 reads as it is."""
+    return payload
+
+
+@event_type("http.response", version=2)
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HTTPResponse(Body):
     """An HTTP response came back (or was served from a log)."""
@@ -197,11 +219,24 @@ class HTTPResponse(Body):
     """The status code."""
     headers: Mapping[str, Text]
     """The response headers that are kept (an allow-list), names lower-cased."""
-    body: BlobRef | None = None
-    """The body, stored as a blob."""
+    body: Text | None = None
+    """The body: its text when it is UTF-8 (kept in the event; the store moves long text to a
+    blob), else a blob of its bytes (a stream's raw bytes are always a blob, the one its
+    ``llm.response`` keeps). :attr:`content` reads either as bytes."""
     served_from_seq: int | None = optional()
     """For a served response: the seq it was recorded at in the run it came from."""
     edited: bool = optional(False)
     """True when a fork's edit replaced the recorded response."""
     duration_ms: float | None = column()
     """How long the exchange took."""
+
+    @property
+    def content(self) -> bytes:
+        """The body's bytes (``b""`` for none)."""
+        return _bytes(self.body)
+
+
+@upcaster("http.response", 1)
+def _response_http_v1(payload: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 kept every body as a blob, which version 2 reads as it is."""
+    return payload

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import agentlog as al
+from agentlog.events import HTTPRequest
 from agentlog.interop import export_jsonl, write_otlp
 from agentlog.keys import canonical_llm_key, canonical_request, http_key, tool_key
 from agentlog.redact import MARKER, Redactor
@@ -175,7 +176,7 @@ def test_a_model_calls_body_through_the_transport_is_redacted_with_its_request(
             return client.post("https://api.openai.com/v1/chat/completions", json=body).json()
     run = al.record(program, store=store, redact=names)
     asked = next(e for e in run.iter_events() if e.type == "llm.request")
-    stored = next(e for e in run.iter_events() if e.type == "http.request").payload["body"].read_bytes()
+    stored = HTTPRequest.of(next(e for e in run.iter_events() if e.type == "http.request")).content
     redactor = Redactor(names)
     # The oracle: the redaction as a copy (what the recorder does for rec.llm), not its shortcut.
     expected = redactor.value(canonical_request(body))

@@ -137,3 +137,22 @@ def test_permissive_replay_serves_recorded_values_and_failures(store: Any) -> No
     served = [e for e in replayed.run.iter_events() if e.type == "tool.result"]
     assert served[0].payload["served_from_seq"] == next(
         e.seq for e in run.iter_events() if e.type == "tool.result")
+
+
+def test_long_text_and_bytes_the_writer_made_blobs_replay(store: Any) -> None:
+    """The writer keeps a long string (over the run's blob threshold) and bytes as blobs; the
+    program emits them inline, and that is the same event, not a divergence."""
+    def program(rec: Any, text: str = "x" * 40_000) -> int:
+        rec.emit("note", {"text": text, "raw": b"\x00\xff" * 500, "short": "kept inline"})
+        return 1
+
+    run = al.record(program, store=store)
+    stored = next(e for e in run.iter_events() if e.type == "note").payload
+    assert isinstance(stored["text"], al.BlobRef) and isinstance(stored["raw"], al.BlobRef)
+    assert al.replay(program, run).ok
+    changed = al.replay(lambda rec: program(rec, "y" * 40_000), run)
+    assert not changed.ok and changed.divergence.seq == stored_seq(run)
+
+
+def stored_seq(run: Any) -> int:
+    return next(e.seq for e in run.iter_events() if e.type == "note")

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import agentlog as al
+from agentlog.events import HTTPRequest
 
 SECRET = "sk-test-SECRET-5f3a9c"
 BASE = "https://API.Example.test:443/v1"
@@ -74,7 +75,8 @@ def test_openai_sdk_is_recorded_and_replayed_offline(store: Any) -> None:
     assert request.payload["method"] == "POST"
     assert request.payload["url"] == "https://api.example.test/v1/chat/completions"
     assert request.payload["headers"]["authorization"] == "[REDACTED]"
-    assert json.loads(request.payload["body"].read_bytes())["model"] == "gpt-4o-mini"
+    assert json.loads(HTTPRequest.of(request).content)["model"] == "gpt-4o-mini"
+    assert isinstance(request.payload["body"], str)  # UTF-8 text stays in the event: no blob file
     assert response.payload["status"] == 200 and "set-cookie" not in response.payload["headers"]
     assert response.caused_by == request.seq
     # a chat completions endpoint: the exchange is a model call, in a span of kind llm

@@ -4,6 +4,7 @@ sent, and with ``fsync`` every event of a call on disk before the call returns."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -19,10 +20,11 @@ from agentlog.capture.sinks import WriterSink
 from agentlog.store.wal import WAL_NAME
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "transport_run.json"
+GOLDEN_V1 = GOLDEN.with_name("transport_run_v1.json")  # HTTP bodies as blobs, before version 2
 
 
-def golden() -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = json.loads(GOLDEN.read_text())["events"]
+def golden(path: Path = GOLDEN) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = json.loads(path.read_text())["events"]
     return events
 
 
@@ -35,10 +37,36 @@ def test_a_recorded_call_writes_the_events_one_emit_at_a_time_wrote(store: Any) 
     assert store.run("golden").verify().ok
 
 
-def test_the_events_written_one_at_a_time_replay_strictly(store: Any) -> None:
-    record(store)  # the blobs the golden events name
+def test_version_2_changes_only_the_form_of_the_http_bodies() -> None:
+    """The version 2 recording is the version 1 one (written one emit at a time) but for the
+    HTTP bodies, which are the same bytes kept inline instead of as blobs."""
+    for new, old in zip(golden(), golden(GOLDEN_V1), strict=True):
+        assert (new["seq"], new["type"]) == (old["seq"], old["type"])
+        mine, theirs = json.loads(new["payload"]), json.loads(old["payload"])
+        if new["type"].startswith("http."):
+            assert mine.pop("$v") == 2
+            body, blob = mine.pop("body"), theirs.pop("body")
+            if isinstance(body, str):
+                digest = "sha256:" + hashlib.sha256(body.encode()).hexdigest()
+                assert blob["$blob"] == digest and blob["size"] == len(body.encode())
+            else:
+                assert body == blob  # none, or a stream's raw bytes: a blob in both
+        assert mine == theirs, new["seq"]
+        assert {k: v for k, v in new.items() if k not in ("payload", "hash")} == \
+               {k: v for k, v in old.items() if k not in ("payload", "hash")}
+
+
+@pytest.mark.parametrize("path", [GOLDEN, GOLDEN_V1], ids=["v2", "v1"])
+def test_the_golden_events_replay_strictly(store: Any, path: Path) -> None:
+    """Both recordings replay with zero network requests: version 1's blob bodies are the bodies
+    the program sends and gets, in another form."""
+    for row in golden(GOLDEN):  # the blobs either recording names (v2 keeps a stream's)
+        body = json.loads(row["payload"]).get("body")
+        if isinstance(body, str):
+            store.blobs.put(body.encode(), "application/json")
+    record(store)  # the stream blob
     writer = store.create_run(run_id="one-at-a-time", durability="none")
-    for row in golden():
+    for row in golden(path):
         writer.append(al.Event(seq=row["seq"], type=row["type"], payload=json.loads(row["payload"]),
                                actor=row["actor"], caused_by=row["caused_by"], span_id=row["span_id"],
                                ts=row["ts"], model=row["model"], input_tokens=row["input_tokens"],
@@ -48,7 +76,7 @@ def test_the_events_written_one_at_a_time_replay_strictly(store: Any) -> None:
     run = store.run("one-at-a-time")
     result = al.replay(program(Remote(forbidden=True)), run)
     assert result.ok, str(result.divergence)
-    assert result.result == json.loads(golden()[-1]["payload"])["result"]
+    assert result.result == json.loads(golden(path)[-1]["payload"])["result"]
 
 
 class Watching(Remote):

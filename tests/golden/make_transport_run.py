@@ -1,16 +1,19 @@
 """Regenerate tests/golden/transport_run.json: the events of ``tests/capture/_transport_golden.py``'s
 recorded program, every column as stored.
 
-It was made from the tree in which the transport wrote a call's events one ``emit`` at a time
-(before they were written in two batches), with::
+``transport_run_v1.json`` was made from the tree in which the transport wrote a call's events
+one ``emit`` at a time (before they were written in two batches), with::
 
     PYTHONPATH=<that tree>:tests/capture python tests/golden/make_transport_run.py
 
+and the batched transport wrote exactly those events (every hash) until the HTTP events' version
+2 kept UTF-8 bodies inline instead of as blobs; it stays as a run recorded by that version,
+which must still replay strictly. ``transport_run.json`` is this program's recording by the
+version 2 transport (the v1 events but for the two HTTP bodies, made from this tree):
 ``tests/capture/test_transport_events.py`` checks that the transport writes exactly these
-events (every hash the same) and that they replay. The program prices its calls by overrides,
-so genai-prices' catalog does not move the hashes. Regenerate only when what a recorded call
-writes is meant to change (a run recorded before would no longer replay): then from a tree
-whose transport is known to write what it wrote here.
+events and that both files replay. The program prices its calls by overrides, so
+genai-prices' catalog does not move the hashes. Regenerate only when what a recorded call
+writes is meant to change (a run recorded before must still replay: keep its file).
 """
 
 from __future__ import annotations
