@@ -3,12 +3,12 @@
     python bench/call.py [--calls N] [--new-request] [--quick]
 
 One ``httpx.Client`` over an ``httpx.MockTransport`` that answers an OpenAI chat completion
-(usage included, a new completion id each call, so the response body is a new blob each
-call, as a server's is), and the same client's transport wrapped in
+(usage included, a new completion id each call, so the response body is new each call, as a
+server's is), and the same client's transport wrapped in
 :class:`agentlog.transport.RecordingTransport` writing into a recording with
-``durability="none"`` (6 events and the response blob per call; the request's blob is stored
-once, since the request is the same every call, unless ``--new-request``, which makes it a
-new conversation each call: two new blobs per call, as an agent's growing conversation has).
+``durability="none"`` (6 events per call; the bodies are JSON text, kept in the events, where
+HTTP events before version 2 made a blob file of each new one). ``--new-request`` makes the
+request a new conversation each call, as an agent's growing conversation is.
 
 A plain call and a recorded call take turns, ``calls`` of each, so a load that comes and goes
 on the shared machine falls on both alike; each call is timed alone in this thread's CPU time
@@ -20,7 +20,8 @@ is what issue 12's "≤ 1 ms per recorded model call on top of the unrecorded cl
 (``target_le_1ms_met``). Beside them, the mean user and
 system (kernel) CPU time of each kind of call (``*_user_mean_us``, ``*_system_mean_us``: from
 ``getrusage``, which samples at the scheduler's tick, so only the means over all the calls
-mean anything): the recorded call's system time is mostly its new blob file. The recording is
+mean anything): before version 2 the recorded call's system time was mostly its new blob
+files. The recording is
 made in a fresh store. One JSON line on stdout.
 """
 

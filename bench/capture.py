@@ -16,8 +16,8 @@ on the shared machine falls on every row alike):
   the default, and ``none``; two recordings open side by side, each call made in one of
   them): 6 events per call (span, ``llm.request``, ``http.request``,
   ``http.response``, ``llm.response`` priced, span end, written in two batches: the request
-  side before the request goes out, the answer side when it is in) and two blobs (the
-  request's is the same every call here, so stored once; the response's is new each call);
+  side before the request goes out, the answer side when it is in); the request and response
+  bodies are JSON text, kept in the events (no blob file: HTTP events version 2);
 
 Each row by the wall clock and by this process's CPU time per call (``*_cpu_us``: medians;
 the server's thread is in the process, the same on every row), the figure a loaded machine

@@ -13,9 +13,11 @@ steadier one), and the load average at the start and end of the run:
     and ``mixed`` workloads of ``bench/fold.py``) with no checkpoints: columnar loading and the
     fold, against ``SnapshotIndex.of(events).build()`` on the same events in memory (the
     first wave's fold figure: it keeps a snapshot every few thousand events) and against
-    the plain ``fold(events)`` (no snapshots: the stricter baseline), medians of 3. The
-    fresh side is timed from before ``import agentlog`` (so imports count) and also from
-    after the imports (``..._call_s``).
+    the plain ``fold(events)`` (no snapshots: the stricter baseline, the issue's), medians of
+    3. The fresh side is timed from before ``import agentlog`` (so imports count) and also
+    from after the imports (``..._call_s``). Beside them, ``decode_only_s``: the stored
+    payloads decoded into Python objects and dropped, nothing else (:func:`decode_only`);
+    ``floor_ratio_vs_fold`` is (fold + that) / fold, the least open + fold could cost.
 ``checkpoints``
     for each workload, ``agentlog checkpoint`` (``build_checkpoints``, one every 12,288
     events, its default): its time and bytes against the segments' bytes; then
@@ -116,14 +118,41 @@ def open_and_fold(root: Path, name: str, events: list[Any]) -> dict[str, Any]:
         fold(events, STANDARD)
         plain.append(time.perf_counter() - t)
     f, m, p = statistics.median(fresh), statistics.median(memory), statistics.median(plain)
+    d = decode_only(root / name)
     log(f"{name}: fresh open + state_at(last) {f:.2f} s (imports included) vs in-memory index build {m:.2f} s, "
-        f"plain fold {p:.2f} s")
+        f"plain fold {p:.2f} s; decoding the payloads alone {d:.2f} s")
     return {"events": len(events), "fresh_open_state_at_last_s": round(f, 3),
             "fresh_open_state_at_last_call_s": round(call, 3),
             "in_memory_index_build_s": round(m, 3), "ratio": round(f / m, 2),
             "ratio_call_only": round(call / m, 2),
             "in_memory_fold_s": round(p, 3), "ratio_vs_fold": round(f / p, 2),
-            "ratio_vs_fold_call_only": round(call / p, 2)}
+            "ratio_vs_fold_call_only": round(call / p, 2),
+            "decode_only_s": round(d, 3), "floor_ratio_vs_fold": round((p + d) / p, 2)}
+
+
+def decode_only(root: Path, batch: int = 16_384) -> float:
+    """The run's stored payload texts decoded into Python objects and dropped, one orjson call
+    per ``batch`` (as the fold's read does), the collector off (as in a fold); the texts are
+    read and joined before the clock starts. Median of 3. No reader that hands a fold Python
+    objects pays less: with the plain fold's time it is the floor under open + fold."""
+    import orjson
+    import pyarrow.parquet as pq
+
+    texts: list[str] = []
+    for path in sorted((root / "runs" / "run_id=r").glob("events-*.parquet")):
+        texts.extend(pq.read_table(path, columns=["payload"]).column(0).to_pylist())
+    joined = [("[" + ",".join(texts[i:i + batch]) + "]").encode() for i in range(0, len(texts), batch)]
+    del texts
+    times = []
+    for _ in range(3):
+        gc.collect()
+        gc.disable()
+        t = time.perf_counter()
+        for one in joined:
+            orjson.loads(one)
+        times.append(time.perf_counter() - t)
+        gc.enable()
+    return statistics.median(times)
 
 
 ONE_STATE = r"""
