@@ -169,15 +169,24 @@ class ToolResult(Body):
         return self.error is not None
 
 
-def _bytes(body: Text | None) -> bytes:
-    if body is None:
-        return b""
-    return body.encode("utf-8") if isinstance(body, str) else body.read_bytes()
+class _WithBody:
+    """What the HTTP events share: a body kept as text or as a blob, read back as bytes."""
+
+    __slots__ = ()
+    body: Text | None
+
+    @property
+    def content(self) -> bytes:
+        """The body's bytes (``b""`` for none)."""
+        body = self.body
+        if body is None:
+            return b""
+        return body.encode("utf-8") if isinstance(body, str) else body.read_bytes()
 
 
 @event_type("http.request", version=2)
 @dataclass(frozen=True, slots=True, kw_only=True)
-class HTTPRequest(Body):
+class HTTPRequest(Body, _WithBody):
     """An HTTP request went out (secrets in headers and query already redacted).
 
     >>> HTTPRequest(key="k", method="POST", url="https://x.test/", headers={}, body='{"a":1}').content
@@ -196,21 +205,10 @@ class HTTPRequest(Body):
     """The body: its text when it is UTF-8 (kept in the event; the store moves long text to a
     blob), else a blob of its bytes. :attr:`content` reads either as bytes."""
 
-    @property
-    def content(self) -> bytes:
-        """The body's bytes (``b""`` for none)."""
-        return _bytes(self.body)
-
-
-@upcaster("http.request", 1)
-def _request_v1(payload: dict[str, Any]) -> dict[str, Any]:
-    """Version 1 kept every body as a blob, which version 2 reads as it is."""
-    return payload
-
 
 @event_type("http.response", version=2)
 @dataclass(frozen=True, slots=True, kw_only=True)
-class HTTPResponse(Body):
+class HTTPResponse(Body, _WithBody):
     """An HTTP response came back (or was served from a log)."""
 
     key: str
@@ -230,13 +228,9 @@ class HTTPResponse(Body):
     duration_ms: float | None = column()
     """How long the exchange took."""
 
-    @property
-    def content(self) -> bytes:
-        """The body's bytes (``b""`` for none)."""
-        return _bytes(self.body)
 
-
+@upcaster("http.request", 1)
 @upcaster("http.response", 1)
-def _response_http_v1(payload: dict[str, Any]) -> dict[str, Any]:
+def _http_v1(payload: dict[str, Any]) -> dict[str, Any]:
     """Version 1 kept every body as a blob, which version 2 reads as it is."""
     return payload
