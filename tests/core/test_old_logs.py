@@ -61,6 +61,19 @@ def test_an_old_run_verifies_and_folds(store: Any, run_id: str) -> None:
             assert event.payload["$v"] == 2 and "cost_usd" not in event.payload["usage"]
 
 
+def test_an_old_run_with_its_http_bodies_as_blobs_replays_strictly(store: Any) -> None:
+    """0.1.0 kept every HTTP body as a blob; HTTP events version 2 keep a UTF-8 body in the
+    event. The program sends and gets the same bytes, so the old run replays, serving every
+    exchange from the log."""
+    run = store.run("jobhunt-0001", exact=True)
+    bodies = [e.payload["body"] for e in run.iter_events()
+              if e.type in ("http.request", "http.response") and e.payload.get("body") is not None]
+    assert len(bodies) > 9 and all(isinstance(b, al.BlobRef) for b in bodies)
+    result = al.replay(al.examples.program("jobhunt"), run)
+    assert result.ok, str(result)
+    assert result.live == 0
+
+
 def test_old_runs_render_in_the_views(store: Any) -> None:
     from agentlog.report import report_html
     from agentlog.widgets import CostDashboard, Scrubber, Waterfall
