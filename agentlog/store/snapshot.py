@@ -81,7 +81,7 @@ class SegmentCache:
             starts.append(starts[-1] + meta.row_group(i).num_rows)
         footer = _Footer(key, meta, tuple(starts))
         self._footers[path.name] = footer
-        for old in [k for k in self._chunks if k[0] == path.name]:
+        for old in [k for k in list(self._chunks) if k[0] == path.name]:  # list(): one step, as a read-ahead thread may add keys
             del self._chunks[old]
         return footer
 
