@@ -2,9 +2,10 @@
 
 Three times, the agent fetches three career pages through the recorded HTTP transport
 (``al.transport.client(rec, transport=httpx.MockTransport(...))``; the pages are large, as career
-pages are, with their inline styles and scripts). Each page body becomes a blob, and a page
-fetched again with the same content adds nothing to the store: nine fetches, four blobs (one
-board posts a new opening before the third scan). New postings go to the model for scoring
+pages are, with their inline styles and scripts). Each page body, being over the store's blob
+threshold, becomes a blob (the small JSON answers of the POSTs stay in their events), and a
+page fetched again with the same content adds nothing to the store: nine fetches, four blobs
+(one board posts a new opening before the third scan). New postings go to the model for scoring
 against the profile; the good ones get an application through the board's form, a POST with
 an ``Idempotency-Key`` header: the tool's idempotency key (``run_id:seq``), so a crash and a
 resume can never apply twice::
@@ -12,8 +13,8 @@ resume can never apply twice::
     run = al.examples.run_example("jobhunt", store=store)
     from agentlog.events import HTTPResponse
     bodies = [HTTPResponse.of(e).body for e in run.iter_events() if e.type == HTTPResponse.TYPE]
-    pages = [b for b in bodies if b is not None]
-    len(pages), len({b.digest for b in pages})      # fetches vs blobs
+    pages = [b for b in bodies if isinstance(b, al.BlobRef)]
+    len(pages), len({b.digest for b in pages})      # fetches vs blobs: (9, 4)
 
 Both tools take ``rec``: they do their own I/O through the recorder, so on replay they run
 again and every HTTP exchange is served from the log.
