@@ -465,6 +465,9 @@ def _decoded(joined: bytes, texts: list[str], seqs: Sequence[int], decode: Calla
 
 
 _DICT = {dict}
+_BULK = registry()[STATE_PATCH].VERSION == 1
+"""The bulk path hands payloads to the fold without lifting them: right while ``state.patch``
+is at version 1 (a payload without ``"$v"`` is then current; one with it leaves the path)."""
 _LIGHT = ("type", "payload")
 _LIGHT_BATCH = 16_384
 _AHEAD = 4 * _LIGHT_BATCH
@@ -504,7 +507,7 @@ def _light_events(seg: Segment, lo: int, table: pa.Table, decode: Callable[[str,
     for batch in table.to_batches(max_chunksize=_LIGHT_BATCH):
         n = batch.num_rows
         types = batch.column(0)
-        if types.null_count == 0 and _only(types, STATE_PATCH):
+        if _BULK and types.null_count == 0 and _only(types, STATE_PATCH):
             texts = batch.column(1).to_pylist()
             joined = _joined(texts)
             if b'"$v"' not in joined:  # a versioned patch is lifted (or refused, if newer) below

@@ -76,6 +76,14 @@ def test_state_at_of_a_fresh_run_equals_the_fold_of_its_events(root: Path, ahead
         assert isinstance(got["vars"]["text"], BlobRef)
 
 
+def test_without_the_bulk_path_the_states_are_the_same(root: Path, ahead: list[int],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Were ``state.patch`` at another version, every row would be read as an event and lifted."""
+    monkeypatch.setattr(run_module, "_BULK", False)
+    events = list(Store(root).run("r").iter_events())
+    assert diff_states(Store(root).run("r").state_at(N - 1, reducers=STANDARD), fold(events, STANDARD)) == []
+
+
 def test_a_bad_payload_in_a_segment_read_ahead_names_its_seq(root: Path, ahead: list[int]) -> None:
     [_, second, *_] = sorted((root / "runs" / "run_id=r").glob("events-*.parquet"))
 
