@@ -203,6 +203,19 @@ def _collector_paused() -> Iterator[None]:
         gc.enable()
 
 
+@contextmanager
+def _reading(events: Iterable[Any]) -> Iterator[Iterable[Any]]:
+    """``events`` for the ``with`` block, closed when it ends however it ends: a store's reader
+    may have a thread reading ahead, which a reducer's error must not leave waiting (the
+    error's traceback would keep the half-read generator alive)."""
+    try:
+        yield events
+    finally:
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()
+
+
 def _drive(events: Iterable[Any], reducers: Reducers, state: State, *, every: int = 0,
            done: int = 0, on_boundary: Callable[[int, State], None] | None = None,
            ) -> tuple[State, int]:
@@ -434,8 +447,8 @@ class SnapshotIndex:
             if k == len(snapshots) * every:
                 snapshots.append(state)
 
-        _, n = _drive(self._fold_events(start, self._count), self._reducers, snapshots[-1],
-                      every=every, done=start, on_boundary=keep)
+        with _reading(self._fold_events(start, self._count)) as events:
+            _, n = _drive(events, self._reducers, snapshots[-1], every=every, done=start, on_boundary=keep)
         self._check_read(start, self._count, n)
         self._folded = self._count
         return self
@@ -514,7 +527,8 @@ class SnapshotIndex:
         if self._stored is not None:
             state, folded = self._fold_to(seq, state, n)
         else:
-            state, folded = _drive(self._fold_events(seq + 1, n + 1), self._reducers, state)
+            with _reading(self._fold_events(seq + 1, n + 1)) as events:
+                state, folded = _drive(events, self._reducers, state)
         self._check_read(seq + 1, n + 1, folded)
         self._last = (n, state)
         return state
@@ -532,15 +546,17 @@ class SnapshotIndex:
         every = self._every
         first = max(seq + 1, (tail // every - KEEP) * every)
         if first > seq + 1:
-            state, folded = _drive(self._fold_events(seq + 1, first), self._reducers, state)
+            with _reading(self._fold_events(seq + 1, first)) as events:
+                state, folded = _drive(events, self._reducers, state)
         if tail > first:
-            state, more = _drive(self._fold_events(first, tail), self._reducers, state,
-                                 every=every, done=first, on_boundary=self._keep)
+            with _reading(self._fold_events(first, tail)) as events:
+                state, more = _drive(events, self._reducers, state, every=every, done=first,
+                                     on_boundary=self._keep)
             folded += more
         recent: dict[int, State] = {}
         table = self._reducers._table
-        with _collector_paused():  # the fold's own reading: for patches, seq, type and payload only
-            for event in _flatten(self._fold_events(tail, n + 1)):
+        with _collector_paused(), _reading(self._fold_events(tail, n + 1)) as events:
+            for event in _flatten(events):
                 state = _step(table, state, event)
                 recent[event.seq] = state
                 folded += 1

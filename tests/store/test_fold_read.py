@@ -4,6 +4,7 @@ next segment read in a thread while this one is folded; states and errors as the
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from _store_helpers import rewrite_segment
 
 import agentlog.store.run as run_module
-from agentlog.errors import CorruptEventError, CorruptSegmentError, EventVersionError
+from agentlog.errors import CorruptEventError, CorruptSegmentError, EventVersionError, ReducerError
 from agentlog.events import BlobRef
 from agentlog.folding import Reducers, diff_states, fold
 from agentlog.store import Store
@@ -123,3 +124,17 @@ def test_a_patch_of_a_newer_version_in_a_bulk_stretch_is_refused_naming_its_seq(
     with pytest.raises(EventVersionError) as caught:
         Store(root).run("r").state_at(N - 1, reducers=STANDARD)
     assert "seq 43" in str(caught.value) and "r" in str(caught.value)
+
+
+def test_a_fold_that_fails_midway_leaves_no_reading_thread(tmp_path: Path, ahead: list[int]) -> None:
+    """A reducer error in the first segment ends the read: the thread reading the next one
+    is joined before the error reaches the caller."""
+    with Store(tmp_path).create_run(run_id="r", durability="none", segment_events=40) as w:
+        w.emit("state.patch", payload(0))
+        w.emit("state.patch", {"ops": [{"op": "remove", "path": "/missing"}]})
+        for i in range(2, N):
+            w.emit("state.patch", payload(i))
+    with pytest.raises(ReducerError) as caught:
+        Store(tmp_path).run("r").state_at(N - 1, reducers=STANDARD)
+    assert caught.value.seq == 1 and ahead
+    assert not [t for t in threading.enumerate() if t.name.startswith("agentlog-read-ahead")]
