@@ -138,10 +138,12 @@ def decode_only(root: Path, batch: int = 16_384) -> float:
     import orjson
     import pyarrow.parquet as pq
 
+    from agentlog.store.run import _joined
+
     texts: list[str] = []
     for path in sorted((root / "runs" / "run_id=r").glob("events-*.parquet")):
         texts.extend(pq.read_table(path, columns=["payload"]).column(0).to_pylist())
-    joined = [("[" + ",".join(texts[i:i + batch]) + "]").encode() for i in range(0, len(texts), batch)]
+    joined = [_joined(texts[i:i + batch]) for i in range(0, len(texts), batch)]  # as the store joins them
     del texts
     times = []
     for _ in range(3):

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Run"]
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 _BATCH = 4096
 #: The standard types: their payloads are lifted to the version this code reads.
@@ -485,7 +485,7 @@ def _tables(spans: list[tuple[Segment, int, int]]) -> Iterator[pa.Table]:
     return _read_ahead(jobs)
 
 
-def _read_ahead(jobs: Sequence[Callable[[], T]]) -> Iterator[T]:
+def _read_ahead(jobs: Sequence[Callable[[], _T]]) -> Iterator[_T]:
     """The results of ``jobs``, in order, each job run in a thread while the caller works on
     the result before it. A job's error is raised when its result is reached (everything
     before it was yielded)."""
