@@ -147,12 +147,8 @@ def test_long_text_and_bytes_the_writer_made_blobs_replay(store: Any) -> None:
         return 1
 
     run = al.record(program, store=store)
-    stored = next(e for e in run.iter_events() if e.type == "note").payload
-    assert isinstance(stored["text"], al.BlobRef) and isinstance(stored["raw"], al.BlobRef)
+    note = next(e for e in run.iter_events() if e.type == "note")
+    assert isinstance(note.payload["text"], al.BlobRef) and isinstance(note.payload["raw"], al.BlobRef)
     assert al.replay(program, run).ok
     changed = al.replay(lambda rec: program(rec, "y" * 40_000), run)
-    assert not changed.ok and changed.divergence.seq == stored_seq(run)
-
-
-def stored_seq(run: Any) -> int:
-    return next(e.seq for e in run.iter_events() if e.type == "note")
+    assert not changed.ok and changed.divergence.seq == note.seq
