@@ -21,18 +21,57 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+import msgspec
+
 from ..errors import PatchError, PatchTestError
 from .persistent import _ABSENT, DELETED, PMap, PVector, update_map
 from .pointer import END, _json_type, array_index, format_pointer, parse_pointer
 from .values import freeze, json_equal, short
 
-__all__ = ["Slot", "apply_ops"]
+__all__ = ["PatchOp", "PatchPayload", "Slot", "apply_ops"]
 
 _DELETED: Any = DELETED  # removed in an overlay
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _PARSED_MAX: Final = 65_536  # pointers one fold remembers parsed (a bound for ever-new paths)
 PVECTOR = PVector
 OPS: Final = ("add", "remove", "replace", "move", "copy", "test")
+
+
+class PatchOp(msgspec.Struct, gc=False):
+    """One JSON Patch operation as a store's bulk reader decodes it (msgspec makes these
+    faster than it or orjson makes dicts, and frees them faster): :func:`apply_ops` takes
+    them beside dicts, with the same results and errors. A member the operation lacks reads
+    as the ``_ABSENT`` sentinel; members it does not know are dropped, as RFC 6902 ignores
+    them. Untracked by the cyclic collector: decoded JSON holds no cycles."""
+
+    op: str
+    path: str
+    value: Any = _ABSENT
+    from_: str = msgspec.field(name="from", default=_ABSENT)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """A member by its JSON name, as ``dict.get`` reads one (the rare ops' path)."""
+        value = getattr(self, "from_" if name == "from" else name, _ABSENT) if name in _MEMBERS else _ABSENT
+        return default if value is _ABSENT else value
+
+    def to_dict(self) -> dict[str, Any]:
+        """The operation as the JSON object it was decoded from (less unknown members)."""
+        return {name: value for name in _MEMBERS
+                if (value := getattr(self, "from_" if name == "from" else name)) is not _ABSENT}
+
+
+_MEMBERS: Final = ("op", "path", "value", "from")
+
+
+class PatchPayload(msgspec.Struct, gc=False):
+    """A ``state.patch`` payload as a store's bulk reader decodes it: its operations alone (the
+    fold reads nothing else of it)."""
+
+    ops: list[PatchOp]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The payload as a dict of JSON values, as an ``Event`` carries it."""
+        return {"ops": [op.to_dict() for op in self.ops]}
 
 
 class _TMap:
@@ -299,6 +338,20 @@ def _pointer(op: Any, name: str) -> tuple[str, ...]:
     return tokens
 
 
+def _parsed(path: str, parsed: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The tokens of an op's ``path`` not found in ``parsed``: a plain path (e.g. a fresh key)
+    is split and remembered, with no need for the full parser."""
+    if path[:1] == "/" and "~" not in path:
+        tokens = tuple(path[1:].split("/"))
+        if len(parsed) < _PARSED_MAX:
+            parsed[path] = tokens
+        return tokens
+    try:
+        return parse_pointer(path)
+    except ValueError as exc:
+        raise _Fail(f"'path': {exc}") from None
+
+
 def _tokens(op: Any, path: Any) -> tuple[str, ...]:
     """Check an op's shape and parse its path (the slow path: the parse is cached)."""
     if type(op) is not dict and not isinstance(op, Mapping):
@@ -340,18 +393,17 @@ def apply_ops(slot: Slot, ops: Any, parsed: dict[str, tuple[str, ...]] | None = 
                 path = op.get("path", _ABSENT)
                 tokens = parsed.get(path) if type(path) is str else None
                 if tokens is None:
-                    if type(path) is str and path[:1] == "/" and "~" not in path and "op" in op:
-                        # a new plain path (e.g. a fresh key): no need for the full parser
-                        tokens = tuple(path[1:].split("/"))
-                        if len(parsed) < _PARSED_MAX:
-                            parsed[path] = tokens
-                    else:
-                        tokens = _tokens(op, path)
+                    tokens = _parsed(path, parsed) if type(path) is str and "op" in op else _tokens(op, path)
+                value = op.get("value", _ABSENT)
+            elif type(op) is PatchOp:
+                kind, path, value = op.op, op.path, op.value
+                tokens = parsed.get(path)
+                if tokens is None:
+                    tokens = _parsed(path, parsed)
             else:
                 tokens = _tokens(op, None)
-                kind, path = op.get("op", "?"), op.get("path", _ABSENT)
+                kind, path, value = op.get("op", "?"), op.get("path", _ABSENT), op.get("value", _ABSENT)
             if kind == "add" or kind == "replace":
-                value = op.get("value", _ABSENT)
                 if type(value) not in scalars:
                     if value is _ABSENT:
                         raise _Fail("the operation has no 'value' member")
@@ -388,7 +440,9 @@ def apply_ops(slot: Slot, ops: Any, parsed: dict[str, tuple[str, ...]] | None = 
             elif kind == "remove":
                 _remove(slot, tokens)
             elif kind == "test":
-                expected = _member(op, "value")
+                if value is _ABSENT:
+                    raise _Fail("the operation has no 'value' member")
+                expected = value
                 actual = _read(slot, tokens)
                 if not json_equal(actual, expected):
                     raise _Fail(f"the value is {short(actual)}, expected {short(expected)}", test=True)

@@ -38,7 +38,7 @@ from typing import Any, ClassVar, Final, Protocol, TypeAlias
 
 from ..errors import FoldError, ReducerError
 from ..events import STATE_PATCH, Event, StatePatch
-from ._transient import Slot, apply_ops
+from ._transient import PatchPayload, Slot, apply_ops
 from .persistent import PMap
 from .reducers import Reducer, Reducers, patch_vars, reducer_name
 from .values import EMPTY_MAP, State, freeze
@@ -104,7 +104,7 @@ class PatchBatch:
     first: int
     """The seq of the first payload."""
     payloads: list[Any]
-    """The payloads, in seq order."""
+    """The payloads, in seq order: all dicts, or all :class:`PatchPayload` structs."""
     type: ClassVar[object] = _BATCHED
     """Not a field: read where an event's type is, so that the fold tells a batch from an event
     only off the patch fast path."""
@@ -115,7 +115,8 @@ def _flatten(events: Iterable[Any]) -> Iterator[Any]:
     for event in events:
         if type(event) is PatchBatch:
             for seq, payload in enumerate(event.payloads, event.first):
-                yield Event(seq=seq, type=STATE_PATCH, payload=payload)
+                yield Event(seq=seq, type=STATE_PATCH,
+                            payload=payload.to_dict() if type(payload) is PatchPayload else payload)
         else:
             yield event
 
@@ -297,8 +298,12 @@ def _apply_all(slot: Slot, payloads: list[Any], start: int, end: int, parsed: di
     """Apply ``payloads[start:end]`` (of a :class:`PatchBatch` starting at seq ``first``)."""
     i = start
     try:
-        for i in range(start, end):
-            apply_ops(slot, payloads[i][_OPS], parsed)
+        if type(payloads[start]) is PatchPayload:
+            for i in range(start, end):
+                apply_ops(slot, payloads[i].ops, parsed)
+        else:
+            for i in range(start, end):
+                apply_ops(slot, payloads[i][_OPS], parsed)
     except Exception as exc:
         raise ReducerError(first + i, STATE_PATCH, _PATCH_NAME, exc) from exc
 

@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import msgspec
 import orjson
 import pyarrow as pa
 
@@ -24,6 +25,7 @@ from ..chain import GENESIS
 from ..errors import CorruptEventError, EventNotFoundError, EventSchemaError
 from ..events import STATE_PATCH, BlobRef, Event, lift, registry
 from ..events.origin import SOURCE_TAG
+from ..folding._transient import PatchPayload
 from ..folding.engine import PatchBatch
 from .lock import writer_is_live
 from .meta import read_meta
@@ -510,13 +512,33 @@ def _light_events(seg: Segment, lo: int, table: pa.Table, decode: Callable[[str,
         if _BULK and types.null_count == 0 and _only(types, STATE_PATCH):
             texts = batch.column(1).to_pylist()
             joined = _joined(texts)
-            if b'"$v"' not in joined:  # a versioned patch is lifted (or refused, if newer) below
+            versioned, blobs = (b'"$v"' in joined, b'"$blob"' in joined) if b"$" in joined else (False, False)
+            if not versioned:  # a versioned patch is lifted (or refused, if newer) below
                 first = seg.first + at
-                yield PatchBatch(first, _decoded(joined, texts, range(first, first + n), decode))
+                payloads = None if blobs else _patches(joined, n)
+                if payloads is None:
+                    payloads = _decoded(joined, texts, range(first, first + n), decode)
+                yield PatchBatch(first, payloads)
                 at += n
                 continue
         yield from _table_events(seg.slice(at, at + n), decode, run_id)
         at += n
+
+
+def _patches(joined: bytes, n: int) -> list[PatchPayload] | None:
+    """A batch of ``n`` ``state.patch`` payloads, ``joined`` (:func:`_joined`) and holding no
+    ``"$"`` marker (no blob reference, no version), as :class:`PatchPayload` structs; None if
+    it is not ``n`` payloads of that shape (:func:`_decoded` then reads it the general way
+    and names what is wrong). msgspec reads an integer past 64 bits exactly: no scan for
+    them."""
+    try:
+        payloads = _PATCHES.decode(joined)
+    except (msgspec.DecodeError, RecursionError):  # its ValidationError is a DecodeError
+        return None
+    return payloads if len(payloads) == n else None
+
+
+_PATCHES = msgspec.json.Decoder(list[PatchPayload])
 
 
 def _only(types: pa.DictionaryArray, name: str) -> bool:

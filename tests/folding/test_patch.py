@@ -6,11 +6,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from agentlog.errors import FoldError, PatchError, PatchTestError
 from agentlog.events import BlobRef
 from agentlog.folding import apply_patch, freeze, json_equal, parse_pointer, pmap, pvector, same_value, thaw
+from agentlog.folding._transient import PatchOp, PatchPayload
 
 DATA = Path(__file__).parent / "data" / "json-patch-tests"
 
@@ -266,3 +268,62 @@ def test_rebuilding_a_small_map_with_a_renamed_key() -> None:
     out = apply_patch(doc, [{"op": "move", "from": "/", "path": "/~1"},
                             {"op": "move", "from": "/~1", "path": "/~0"}])
     assert thaw(out) == {"~": None}
+
+
+# --- the bulk reader's structs --------------------------------------------------------------
+
+def _as_structs(ops: Any) -> list[PatchOp] | None:
+    """``ops`` decoded as the store's bulk reader decodes them; None where it would not (the
+    reader then reads the batch as dicts)."""
+    try:
+        return msgspec.json.decode(json.dumps(ops), type=list[PatchOp])
+    except msgspec.DecodeError:
+        return None
+
+
+def _outcome(doc: Any, ops: Any) -> tuple[str, Any]:
+    try:
+        return "ok", thaw(apply_patch(doc, ops))
+    except PatchError as exc:
+        return type(exc).__name__, str(exc)
+
+
+STRUCT_CASES = [case for case in CASES if _as_structs(case.values[0]["patch"]) is not None]
+
+
+def test_most_vectors_decode_as_structs() -> None:
+    # the rest hold an op that is not an object with string 'op' and 'path' (read as dicts)
+    assert len(STRUCT_CASES) >= 95
+
+
+@pytest.mark.parametrize("case", STRUCT_CASES)
+def test_structs_apply_as_dicts_do(case: dict[str, Any]) -> None:
+    """Results and errors (their messages too) of the conformance vectors are the same for the
+    operations as :class:`PatchOp` structs and as the dicts they were decoded from."""
+    doc, ops = freeze(case["doc"]), case["patch"]
+    structs = _as_structs(ops)
+    assert structs is not None and all(type(op) is PatchOp for op in structs)
+    assert _outcome(doc, structs) == _outcome(doc, ops)
+
+
+@pytest.mark.parametrize("ops", [
+    [{"op": "add", "path": "/x"}], [{"op": "test", "path": "/s"}], [{"op": "copy", "path": "/y"}],
+    [{"op": "spam", "path": "/x"}], [{"op": "add", "path": "a", "value": 1}],
+    [{"op": "add", "path": "/a~2", "value": 1}], [{"op": "move", "from": "/a", "path": "/a/b/0"}],
+    [{"op": "add", "path": "/a~1b", "value": None, "note": "ignored"}],
+    [{"op": "test", "path": "/a/b", "value": [1, 2]}, {"op": "copy", "from": "/a/b", "path": "/c"}],
+])
+def test_structs_fail_and_succeed_as_dicts_do(ops: list[dict[str, Any]]) -> None:
+    structs = _as_structs(ops)
+    assert structs is not None
+    assert _outcome(DOC, structs) == _outcome(DOC, ops)
+
+
+def test_a_struct_reads_back_as_the_json_object_it_was() -> None:
+    ops = [{"op": "move", "from": "/a", "path": "/b"}, {"op": "add", "path": "/x", "value": None},
+           {"op": "remove", "path": "/y"}]
+    structs = _as_structs(ops)
+    assert structs is not None
+    assert [op.to_dict() for op in structs] == ops
+    assert PatchPayload(ops=structs).to_dict() == {"ops": ops}
+    assert structs[0].get("from") == "/a" and structs[2].get("value", "none") == "none"

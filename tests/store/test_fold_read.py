@@ -138,3 +138,54 @@ def test_a_fold_that_fails_midway_leaves_no_reading_thread(tmp_path: Path, ahead
         Store(tmp_path).run("r").state_at(N - 1, reducers=STANDARD)
     assert caught.value.seq == 1 and ahead
     assert not [t for t in threading.enumerate() if t.name.startswith("agentlog-read-ahead")]
+
+
+def varied(i: int) -> dict[str, Any]:
+    """A patch of every kind of op, a path with escapes, an integer past 64 bits, a string
+    with a dollar sign, and members RFC 6902 ignores; no blob (no value over the threshold)."""
+    if i == 0:
+        return {"ops": [{"op": "add", "path": "/log", "value": []}, {"op": "add", "path": "/a~1b", "value": {}}]}
+    return {"ops": [
+        {"op": "add", "path": "/log/-", "value": {"i": i, "big": BIG + i} if i % 9 == 0 else i},
+        {"op": "add", "path": f"/a~1b/k{i % 4}", "value": f"${i}" if i % 11 == 0 else [i, None, 0.5]},
+        {"op": "copy", "from": "/a~1b", "path": "/copied", "comment": "ignored"},
+        {"op": "move", "from": "/copied", "path": "/moved"},
+        {"op": "test", "path": "/log/0", "value": 1},
+        {"op": "remove", "path": "/moved"},
+        {"op": "replace", "path": "/last", "value": i} if i > 1 else {"op": "add", "path": "/last", "value": i},
+    ]}
+
+
+def test_patches_without_markers_are_read_as_structs_with_the_same_states(
+        tmp_path: Path, ahead: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches that hold no ``"$"`` marker are decoded as msgspec structs (counted here); the
+    states equal the fold of the events, which carry dicts; batches with a ``$`` in a string
+    are read as dicts."""
+    read: list[bool] = []
+    patches = run_module._patches
+
+    def counted(joined: bytes, n: int) -> Any:
+        got = patches(joined, n)
+        read.append(got is not None)
+        return got
+
+    monkeypatch.setattr(run_module, "_patches", counted)
+    with Store(tmp_path).create_run(run_id="r", durability="none", segment_events=40) as w:
+        for i in range(N):
+            w.emit("state.patch", varied(i))
+    events = list(Store(tmp_path).run("r").iter_events())
+    for n in (0, 1, 60, N - 1):
+        got = Store(tmp_path).run("r").state_at(n, reducers=STANDARD)
+        assert diff_states(got, fold(events[:n + 1], STANDARD)) == []
+    big = got["vars"]["log"][53]  # the value of seq 54
+    assert big == {"i": 54, "big": BIG + 54} and type(big["big"]) is int
+    assert read.count(True) > 10 and read.count(False) == 0, read  # the $ batches never reach _patches
+
+
+def test_a_bad_op_in_a_struct_batch_names_its_seq(tmp_path: Path, ahead: list[int]) -> None:
+    with Store(tmp_path).create_run(run_id="r", durability="none", segment_events=40) as w:
+        for i in range(N):
+            w.emit("state.patch", {"ops": [{"op": "add", "path": "/x"}]} if i == 101 else varied(i))
+    with pytest.raises(ReducerError, match="no 'value' member") as caught:
+        Store(tmp_path).run("r").state_at(N - 1, reducers=STANDARD)
+    assert caught.value.seq == 101
