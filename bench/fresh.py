@@ -14,8 +14,9 @@ steadier one), and the load average at the start and end of the run:
     fold, against ``SnapshotIndex.of(events).build()`` on the same events in memory (the
     first wave's fold figure: it keeps a snapshot every few thousand events) and against
     the plain ``fold(events)`` (no snapshots: the stricter baseline, the issue's), medians of
-    3. The fresh side is timed from before ``import agentlog`` (so imports count) and also
-    from after the imports (``..._call_s``). Beside them, ``decode_only_s``: the stored
+    5, the three sides alternating round by round. The fresh side is timed from before
+    ``import agentlog`` (so imports count) and also from after the imports (``..._call_s``,
+    and its CPU time, ``..._call_cpu_s``, against the plain fold's). Beside them, ``decode_only_s``: the stored
     payloads decoded into Python objects and dropped, nothing else (:func:`decode_only`);
     ``floor_ratio_vs_fold`` is (fold + that) / fold, the least open + fold could cost.
 ``checkpoints``
@@ -98,60 +99,79 @@ def write_run(store: Store, run_id: str, events: list[Any]) -> Any:
     return store.run(run_id)
 
 
-def open_and_fold(root: Path, name: str, events: list[Any]) -> dict[str, Any]:
-    """The run ``root / name`` (written by ``write_run``, no checkpoints yet) opened fresh."""
+def open_and_fold(root: Path, name: str, events: list[Any], rounds: int = 5) -> dict[str, Any]:
+    """The run ``root / name`` (written by ``write_run``, no checkpoints yet) opened fresh.
+
+    The three sides alternate, a round each (a fresh process, the in-memory index build, the
+    plain fold), so that a slow spell of a shared machine falls on all three; medians of
+    ``rounds``. CPU time is reported beside the wall clock (the fresh side's
+    ``time.process_time`` counts its read-ahead thread too)."""
     code = (f"import time, json\nt = time.perf_counter()\nimport agentlog as al\n"
-            f"from agentlog.folding import Reducers\nr = Reducers.standard()\nc = time.perf_counter()\n"
+            f"from agentlog.folding import Reducers\nr = Reducers.standard()\n"
+            f"c, p = time.perf_counter(), time.process_time()\n"
             f"s = al.Store({str(root / name)!r}).run('r').state_at({len(events) - 1}, reducers=r)\n"
-            f"e = time.perf_counter()\nprint(json.dumps([e - t, e - c]))")
-    both = [in_fresh_process(code) for _ in range(3)]
-    fresh = [b[0] for b in both]
-    call = statistics.median(b[1] for b in both)
-    memory, plain = [], []
-    for _ in range(3):
+            f"e = time.perf_counter()\nprint(json.dumps([e - t, e - c, time.process_time() - p]))")
+    fresh, call, call_cpu, memory, plain, plain_cpu = [], [], [], [], [], []
+    for _ in range(rounds):
+        whole, alone, cpu = in_fresh_process(code)
+        fresh.append(whole)
+        call.append(alone)
+        call_cpu.append(cpu)
         gc.collect()
         t = time.perf_counter()
         SnapshotIndex.of(events, STANDARD).build()
         memory.append(time.perf_counter() - t)
         gc.collect()
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         fold(events, STANDARD)
         plain.append(time.perf_counter() - t)
+        plain_cpu.append(time.process_time() - c)
     f, m, p = statistics.median(fresh), statistics.median(memory), statistics.median(plain)
+    one, one_cpu, p_cpu = statistics.median(call), statistics.median(call_cpu), statistics.median(plain_cpu)
     d = decode_only(root / name)
     log(f"{name}: fresh open + state_at(last) {f:.2f} s (imports included) vs in-memory index build {m:.2f} s, "
         f"plain fold {p:.2f} s; decoding the payloads alone {d:.2f} s")
-    return {"events": len(events), "fresh_open_state_at_last_s": round(f, 3),
-            "fresh_open_state_at_last_call_s": round(call, 3),
+    return {"events": len(events), "rounds": rounds, "fresh_open_state_at_last_s": round(f, 3),
+            "fresh_open_state_at_last_call_s": round(one, 3),
+            "fresh_open_state_at_last_call_cpu_s": round(one_cpu, 3),
             "in_memory_index_build_s": round(m, 3), "ratio": round(f / m, 2),
-            "ratio_call_only": round(call / m, 2),
-            "in_memory_fold_s": round(p, 3), "ratio_vs_fold": round(f / p, 2),
-            "ratio_vs_fold_call_only": round(call / p, 2),
+            "ratio_call_only": round(one / m, 2),
+            "in_memory_fold_s": round(p, 3), "in_memory_fold_cpu_s": round(p_cpu, 3),
+            "ratio_vs_fold": round(f / p, 2), "ratio_vs_fold_call_only": round(one / p, 2),
+            "ratio_vs_fold_call_only_cpu": round(one_cpu / p_cpu, 2),
             "decode_only_s": round(d, 3), "floor_ratio_vs_fold": round((p + d) / p, 2)}
 
 
 def decode_only(root: Path, batch: int = 16_384) -> float:
-    """The run's stored payload texts decoded into Python objects and dropped, one orjson call
-    per ``batch`` (as the fold's read does), the collector off (as in a fold); the texts are
-    read and joined before the clock starts. Median of 3. No reader that hands a fold Python
-    objects pays less: with the plain fold's time it is the floor under open + fold."""
+    """The run's stored payload texts decoded into Python objects and dropped, one call per
+    ``batch`` as the fold's read makes it (msgspec's structs where the store reads a batch
+    so, orjson's dicts elsewhere), the collector off (as in a fold); the texts are read and
+    joined before the clock starts. Median of 3. No reader that hands a fold these objects
+    pays less: with the plain fold's time it is the floor under open + fold."""
     import orjson
     import pyarrow.parquet as pq
 
     from agentlog.store.run import _joined
+    try:
+        from agentlog.store.run import _patches
+    except ImportError:  # a tree from before the structs (run beside this one, PYTHONPATH=<it>)
+        def _patches(joined: bytes, n: int) -> None:
+            return None
 
     texts: list[str] = []
     for path in sorted((root / "runs" / "run_id=r").glob("events-*.parquet")):
         texts.extend(pq.read_table(path, columns=["payload"]).column(0).to_pylist())
-    joined = [_joined(texts[i:i + batch]) for i in range(0, len(texts), batch)]  # as the store joins them
+    joined = [(_joined(texts[i:i + batch]), len(texts[i:i + batch]))  # as the store joins them
+              for i in range(0, len(texts), batch)]
     del texts
     times = []
     for _ in range(3):
         gc.collect()
         gc.disable()
         t = time.perf_counter()
-        for one in joined:
-            orjson.loads(one)
+        for one, n in joined:
+            if b"$" in one or _patches(one, n) is None:  # as the store chooses
+                orjson.loads(one)
         times.append(time.perf_counter() - t)
         gc.enable()
     return statistics.median(times)
