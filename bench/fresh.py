@@ -82,8 +82,10 @@ def compile_package() -> None:
 
 
 def in_fresh_process(code: str) -> Any:
-    """Run ``code`` in a new interpreter; it prints one JSON value last."""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    """Run ``code`` in a new interpreter; it prints one JSON value last. ``-P``: the working
+    directory is not put on ``sys.path``, so a run from a checkout with ``PYTHONPATH=<another
+    tree>`` times that tree (without it, ``-c`` code imported the checkout's own agentlog)."""
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

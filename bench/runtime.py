@@ -265,7 +265,7 @@ print(json.dumps({"call_ms": (e - c) * 1000, "imports_ms": (c - t) * 1000, "call
 
 
 def _fresh(script: str, *args: str) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-P", "-c", script, *args], capture_output=True, text=True, check=True)
     figures: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
     return figures
 

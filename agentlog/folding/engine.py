@@ -46,7 +46,7 @@ from .values import EMPTY_MAP, State, freeze
 _OPS: Final = StatePatch.K.ops
 
 __all__ = ["DEFAULT_EVERY", "KEEP", "MAX_SNAPSHOTS", "RECENT", "EventSource", "EventsFn", "PatchBatch",
-           "SnapshotIndex", "StoredFn", "as_events_fn", "default_every", "fold"]
+           "PatchPayload", "SnapshotIndex", "StoredFn", "as_events_fn", "default_every", "fold"]
 
 DEFAULT_EVERY: Final = 1_000
 """The least number of events between snapshots (see :func:`default_every`)."""

@@ -25,8 +25,7 @@ from ..chain import GENESIS
 from ..errors import CorruptEventError, EventNotFoundError, EventSchemaError
 from ..events import STATE_PATCH, BlobRef, Event, lift, registry
 from ..events.origin import SOURCE_TAG
-from ..folding._transient import PatchPayload
-from ..folding.engine import PatchBatch
+from ..folding.engine import PatchBatch, PatchPayload
 from .lock import writer_is_live
 from .meta import read_meta
 from .segments import SCHEMA, column_values, empty_table
