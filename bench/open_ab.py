@@ -14,7 +14,9 @@ Timed calls, each in a new Python process after the imports and the store's open
     the plain in-memory ``fold(events, Reducers.standard())`` of the same run's events, read
     first with ``list(run.iter_events())`` (not timed) and the collector run once.
 
-The run is the *simple* workload of ``bench/fold.py`` (written once into ``--run``, or a
+The clock starts after the store is open, on both code sides alike: this bench compares the
+read and fold of two trees; ``bench/fresh.py`` times the whole path (imports and the open
+included) against the fold. The run is the *simple* workload of ``bench/fold.py`` (written once into ``--run``, or a
 temporary folder). Medians of wall and CPU time (``time.process_time``, which counts a
 process's read-ahead thread) over the rounds, and the ratios main / fold and before / fold,
 in one JSON line. The fresh processes on both sides keep a shared, noisy machine's slow spells

@@ -51,16 +51,18 @@ class PatchOp(msgspec.Struct, gc=False):
 
     def get(self, name: str, default: Any = None) -> Any:
         """A member by its JSON name, as ``dict.get`` reads one (the rare ops' path)."""
-        value = getattr(self, "from_" if name == "from" else name, _ABSENT) if name in _MEMBERS else _ABSENT
+        attribute = _MEMBERS.get(name)
+        value = _ABSENT if attribute is None else getattr(self, attribute)
         return default if value is _ABSENT else value
 
     def to_dict(self) -> dict[str, Any]:
         """The operation as the JSON object it was decoded from (less unknown members)."""
-        return {name: value for name in _MEMBERS
-                if (value := getattr(self, "from_" if name == "from" else name)) is not _ABSENT}
+        return {name: value for name, attribute in _MEMBERS.items()
+                if (value := getattr(self, attribute)) is not _ABSENT}
 
 
-_MEMBERS: Final = ("op", "path", "value", "from")
+_MEMBERS: Final = {"op": "op", "path": "path", "value": "value", "from": "from_"}
+"""A :class:`PatchOp`'s members: JSON name -> attribute."""
 
 
 class PatchPayload(msgspec.Struct, gc=False):
