@@ -11,13 +11,13 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..canonical import canonical_json
 from ..events import USAGE_FIELDS, BlobRef, Event
+from ..events.event import blob_digest
 
 __all__ = ["COMPARED_FIELDS", "Divergence", "as_recorded", "differing_fields"]
 
@@ -49,7 +49,7 @@ def as_recorded(recorded: Any, value: Any) -> Any:
     one. Such a value is the same value in another form, not a divergence.
 
     >>> text = "x" * 20
-    >>> ref = BlobRef("sha256:" + hashlib.sha256(text.encode()).hexdigest(), 20, "text/plain")
+    >>> ref = BlobRef.of(text.encode(), "text/plain")
     >>> as_recorded({"a": ref, "b": 1}, {"a": text, "b": 2}) == {"a": ref, "b": 2}
     True
     """
@@ -60,7 +60,7 @@ def as_recorded(recorded: Any, value: Any) -> Any:
             data = bytes(value)
         else:
             return value
-        return recorded if "sha256:" + hashlib.sha256(data).hexdigest() == recorded.digest else value
+        return recorded if blob_digest(data) == recorded.digest else value
     if isinstance(recorded, Mapping) and isinstance(value, Mapping):
         return {k: as_recorded(recorded[k], v) if k in recorded else v for k, v in value.items()}
     if isinstance(recorded, (list, tuple)) and isinstance(value, (list, tuple)) and len(recorded) == len(value):

@@ -21,7 +21,6 @@ point where it stopped.
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -545,8 +544,7 @@ class ReplaySink:
             return self.after.put_blob(data, media_type)
         # Strict replay writes nothing: the blob of a recorded run is already stored.
         raw = data.encode() if isinstance(data, str) else data
-        return BlobRef("sha256:" + hashlib.sha256(raw).hexdigest(), len(raw),
-                       media_type or "application/octet-stream")
+        return BlobRef.of(raw, media_type or "application/octet-stream")
 
     def serve(self, kind: str, key: str, *, actor: str | None, caused_by: int | None,
               span_id: str | None) -> Event | None:

@@ -7,6 +7,7 @@ that the store attaches, so this module stays pure.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -16,7 +17,7 @@ from typing import Any, Final
 
 from ..errors import InvalidBlobRefError
 
-__all__ = ["USAGE_FIELDS", "BlobRef", "Event", "is_blob_json"]
+__all__ = ["USAGE_FIELDS", "BlobRef", "Event", "blob_digest", "is_blob_json"]
 
 #: The typed usage columns, in schema order: filled on ``llm.response`` / ``tool.result``.
 USAGE_FIELDS: Final = ("model", "input_tokens", "output_tokens", "cached_tokens",
@@ -183,8 +184,27 @@ class BlobRef:
         media = obj.get("media_type") or "application/octet-stream"
         return cls(digest, size, str(media), reader)
 
+    @classmethod
+    def of(cls, raw: bytes, media_type: str = "application/octet-stream",
+           reader: BlobReader | None = None) -> BlobRef:
+        """The reference of ``raw``'s bytes (hashed here; nothing is stored).
+
+        >>> BlobRef.of(b"abc").digest[:15], BlobRef.of(b"abc").size
+        ('sha256:ba7816bf', 3)
+        """
+        return cls(blob_digest(raw), len(raw), media_type, reader)
+
     def __repr__(self) -> str:
         return f"BlobRef({self.digest[:19]}…, {self.size:,} bytes, {self.media_type})"
+
+
+def blob_digest(raw: bytes) -> str:
+    """The digest that names ``raw`` in the blob folder: ``sha256:`` + 64 lower-case hex.
+
+    >>> blob_digest(b"")[:19]
+    'sha256:e3b0c44298fc'
+    """
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
 def is_blob_json(obj: Any) -> bool:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
 import io
 import json
 import os
@@ -49,6 +48,7 @@ from ..canonical import canonical_json
 from ..chain import GENESIS, chain_hash, event_body
 from ..errors import BlobNotFoundError, SchemaVersionError
 from ..events import Event
+from ..events.event import blob_digest
 from ._common import BATCH, Clock, Source, append_events, check_event, loads, no_gc, source_name, store_of
 from .errors import InteropFormatError, InteropIntegrityError
 
@@ -333,7 +333,7 @@ def _blob(obj: Mapping[str, Any], where: str, number: int) -> tuple[str, bytes]:
         raw = base64.b64decode(str(obj.get("base64")), validate=True)
     except ValueError:
         raise InteropFormatError(where, number, "not base64", field="base64") from None
-    actual = "sha256:" + hashlib.sha256(raw).hexdigest()
+    actual = blob_digest(raw)
     if actual != digest or len(raw) != size:
         raise InteropIntegrityError(where, number, None, f"blob {str(digest)[:19]}… does not match its "
                                                          f"bytes ({actual[:19]}…, {len(raw)} bytes)")
@@ -434,7 +434,7 @@ def _check_blob(digest: str, store: Store, blob_dir: Path | None, where: str, nu
     if file is None or not file.is_file():
         raise BlobNotFoundError(digest, f"referenced at {where}:{number}; not inline, "
                                         f"not in {file or 'a blob folder'}, not in the store")
-    actual = "sha256:" + hashlib.sha256(file.read_bytes()).hexdigest()
+    actual = blob_digest(file.read_bytes())
     if actual != digest:
         raise InteropIntegrityError(where, number, None, f"blob file {file} hashes to {actual[:19]}…, "
                                                          f"not {digest[:19]}…")

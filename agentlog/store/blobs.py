@@ -96,7 +96,7 @@ class BlobStore:
         else:
             raw = bytes(data)
             media_type = media_type or BYTES_MEDIA_TYPE
-        ref = BlobRef("sha256:" + hashlib.sha256(raw).hexdigest(), len(raw), media_type, self.read)
+        ref = BlobRef.of(raw, media_type, self.read)
         self._write(ref.hex, raw, durable)
         return ref
 

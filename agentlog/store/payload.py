@@ -18,7 +18,6 @@ rejected emit writes nothing.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -187,8 +186,7 @@ class PayloadPreparer:
         return found
 
     def _blob(self, raw: bytes, media_type: str, new: list[tuple[BlobRef, bytes]]) -> BlobRef:
-        ref = BlobRef("sha256:" + hashlib.sha256(raw).hexdigest(), len(raw), media_type,
-                      self._reader)
+        ref = BlobRef.of(raw, media_type, self._reader)
         new.append((ref, raw))
         return ref
 
