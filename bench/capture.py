@@ -16,7 +16,8 @@ on the shared machine falls on every row alike):
   the default, and ``none``; two recordings open side by side, each call made in one of
   them): 6 events per call (span, ``llm.request``, ``http.request``,
   ``http.response``, ``llm.response`` priced, span end, written in two batches: the request
-  side before the request goes out, the answer side when it is in); the request and response
+  side before the request goes out, the answer side when it is in; with ``fsync`` one fsync
+  covers both, made with the answer); the request and response
   bodies are JSON text, kept in the events (no blob file: HTTP events version 2);
 
 Each row by the wall clock and by this process's CPU time per call (``*_cpu_us``: medians;
@@ -293,6 +294,9 @@ def http_calls(*, quick: bool = False) -> dict[str, Any]:
         log(f"{key}: {out[key]:,} µs")
     out["target_recording_le_1ms_over"] = out["recording_none_over_unpatched_us"] <= 1000
     out["target_recording_le_1ms_over_cpu"] = out["recording_none_cpu_over_unpatched_us"] <= 1000
+    # the same target with the default durability (fsync), as a user who changes nothing records
+    out["target_recording_fsync_le_1ms_over"] = out["recording_fsync_over_unpatched_us"] <= 1000
+    out["target_recording_fsync_le_1ms_over_cpu"] = out["recording_fsync_cpu_over_unpatched_us"] <= 1000
     out["load_average_1min"] = round(os.getloadavg()[0], 2)
     return out
 

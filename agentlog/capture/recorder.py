@@ -257,7 +257,8 @@ class Recorder:
         return self._sink.emit(type, dict(payload or {}), actor=actor, caused_by=caused_by,
                                span_id=span_id, **usage)
 
-    def emit_many(self, items: Sequence[Emit], *, taken: list[Event] | None = None) -> list[Event]:
+    def emit_many(self, items: Sequence[Emit], *, taken: list[Event] | None = None,
+                  sync: bool = True) -> list[Event]:
         """Append several events as one batch: into a run being written, with one WAL write and
         all of them or none (:meth:`~agentlog.RunWriter.emit_many`); on replay, compared one
         by one. Unlike :meth:`emit`, the items' ``actor`` and ``span_id`` are taken as given.
@@ -271,13 +272,15 @@ class Recorder:
                 (``Emit.caused_by_item``).
             taken: a list the events are appended to as they are written, so that a caller
                 can tell, when this raises, which of them were.
+            sync: ``False`` leaves the batch's fsync to the next write that makes one
+                (:meth:`~agentlog.RunWriter.emit_many`'s ``sync``).
         """
         sink = self._sink
         events: list[Event] = []
         if getattr(sink, "atomic_batches", False):
             before = sink.next_seq
             try:
-                events = sink.emit_many(items)
+                events = sink.emit_many(items, sync=sync)
             except Exception:
                 if sink.next_seq != before:  # written, then something after failed
                     raise

@@ -90,8 +90,9 @@ def record(program: Program, *, store: Any = None, name: str | None = None, inpu
         redact: more names whose values never reach the disk (:mod:`agentlog.redact`): in
             tool arguments, model requests, HTTP headers and URLs, and any payload. Kept in
             ``run.json``, so replays, forks and resumes redact the same.
-        durability: ``fsync`` (default: each event is on disk before the program goes on),
-            ``batch`` or ``none`` (:class:`~agentlog.Durability`).
+        durability: ``fsync`` (default: each event is on disk before the program goes on;
+            a model call's request, written to the file before it is sent, is fsynced with
+            its answer: one fsync a call), ``batch`` or ``none`` (:class:`~agentlog.Durability`).
         capture_http: record every httpx request the program sends, by any client (the
             OpenAI, Anthropic and Gemini SDKs, LangChain, the Agents SDK...), created before or
             inside the program: a model endpoint's as an LLM call with tokens and cost

@@ -137,7 +137,7 @@ class Sink(Protocol):
     def serve(self, kind: str, key: str, *, actor: str | None, caused_by: int | None,
               span_id: str | None) -> Event | None: ...
 
-    def emit_many(self, items: Sequence[Emit], *, hold: bool = False) -> list[Event]: ...
+    def emit_many(self, items: Sequence[Emit], *, hold: bool = False, sync: bool = True) -> list[Event]: ...
 
     def flush(self) -> None: ...
 
@@ -306,10 +306,11 @@ class WriterSink:
             self.observed(event)
         return event
 
-    def emit_many(self, items: Sequence[Emit], *, hold: bool = False) -> list[Event]:
+    def emit_many(self, items: Sequence[Emit], *, hold: bool = False, sync: bool = True) -> list[Event]:
         """Append several events in one batch (:meth:`~agentlog.RunWriter.emit_many`: one
-        WAL write, or held for a later one with ``hold``); each is observed, in order."""
-        events: list[Event] = self.writer.emit_many(items, hold=hold)
+        WAL write, or held for a later one with ``hold``; fsynced by a later write with
+        ``sync=False``); each is observed, in order."""
+        events: list[Event] = self.writer.emit_many(items, hold=hold, sync=sync)
         if self.observer is not None:
             for event in events:
                 self.observer(event)
@@ -449,7 +450,7 @@ class ReplaySink:
     atomic_batches = False
     """:meth:`emit_many` takes a batch's events one by one: it may stop between two."""
 
-    def emit_many(self, items: Sequence[Emit], *, hold: bool = False) -> list[Event]:
+    def emit_many(self, items: Sequence[Emit], *, hold: bool = False, sync: bool = True) -> list[Event]:
         """:meth:`emit` for each item in turn (compared with the log one by one)."""
         events: list[Event] = []
         for item in items:

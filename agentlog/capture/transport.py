@@ -31,8 +31,9 @@ A client can also be handed a recorder explicitly:
 >>> al.replay(program, run).ok   # served from the log: the server is not asked
 True
 
-Each exchange becomes ``http.request`` / ``http.response`` inside a span of kind ``http``, with
-both bodies stored as blobs (a page fetched twenty times is stored once). The cache key is
+Each exchange becomes ``http.request`` / ``http.response`` inside a span of kind ``http``; a
+body that is UTF-8 text under the run's blob threshold is kept in the event, any other as a
+blob (a page fetched twenty times is stored once). The cache key is
 ``METHOD | normalised URL | body``. Secrets never reach the disk or the key
 (:mod:`agentlog.redact`: ``Authorization``, ``Cookie``, API-key headers, secret query
 parameters and URL passwords, fields of JSON and form request bodies named like secrets, plus
@@ -40,6 +41,13 @@ the run's names and any you add here; a body with a secret is stored re-encoded,
 ``"[REDACTED]"``, and every other body byte for byte). When the recorder
 replays, the recorded response is served and the network is never touched. An exchange is
 one implementation (:mod:`agentlog.capture.effects`) for sync and async clients.
+
+Durability (the default, ``fsync``): a request's events are written to the WAL before the
+request goes out, so a process that dies while it is in flight leaves them in the run. Those
+of a request that may change something (any but a model call) are fsynced before it goes
+out, so they survive a power loss too; a model call's are fsynced with its answer, one fsync
+a call instead of two (a power loss while it is in flight can lose that it was asked, but no
+answer the program saw).
 """
 
 from __future__ import annotations
@@ -269,7 +277,7 @@ def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redac
                                       body=_kept_body(rec, body, media)),
                           actor, None, span_id, caused_by_item=None if call is None else 1))
         batched = True
-        rec.emit_many(items, taken=taken)
+        rec.emit_many(items, taken=taken, sync=call is None)
     except BaseException as exc:
         try:
             if not batched:  # as one event at a time: what was written before this step failed

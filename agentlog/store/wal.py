@@ -305,8 +305,12 @@ class WalAppender:
                                             name=f"agentlog-wal-{path.parent.name}")
             self._thread.start()
 
-    def append(self, data: bytes) -> None:
+    def append(self, data: bytes, *, sync: bool = True) -> None:
         """Write ``data`` (whole lines) at the end; fsync per the durability.
+
+        ``sync=False`` (``fsync`` durability): write the lines to the OS now (a process crash
+        keeps them) and leave their fsync to the next append that syncs, :meth:`commit` or
+        :meth:`close`, whichever comes first (one fsync covers everything written before it).
 
         On failure the file is cut back to where it was, so a failed append leaves no torn
         line in front of later ones.
@@ -319,13 +323,15 @@ class WalAppender:
                 view = memoryview(data)
                 while view:
                     view = view[os.write(self._fd, view):]
-                if self.durability is Durability.FSYNC:
+                if sync and self.durability is Durability.FSYNC:
                     os.fsync(self._fd)
             except BaseException:
                 os.ftruncate(self._fd, self.size)
                 raise
             self.size += len(data)
-            if self.durability is Durability.BATCH:
+            if self.durability is Durability.FSYNC:
+                self._pending = 0 if sync else self._pending + 1
+            elif self.durability is Durability.BATCH:
                 self._pending += 1
                 if self._pending >= self._batch_events:
                     self._commit_locked()

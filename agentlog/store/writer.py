@@ -288,7 +288,8 @@ class RunWriter:
                            duration_ms=event.duration_ms, at=(event.seq, event.ts),
                            expect=event.hash or None)
 
-    def emit_many(self, items: Iterable[Emit | Event], *, hold: bool = False) -> list[Event]:
+    def emit_many(self, items: Iterable[Emit | Event], *, hold: bool = False,
+                  sync: bool = True) -> list[Event]:
         """Append several events under one lock, with one WAL write.
 
         The events get consecutive seqs and are chained exactly as the same items appended one
@@ -310,6 +311,11 @@ class RunWriter:
                 loses them (they are not acknowledged); the seqs are taken at once, so events
                 appended later come after them on disk too. The live span processor holds the
                 events of spans inside a root span and writes them when the root span ends.
+            sync: with ``durability="fsync"``, ``False`` writes the lines to the OS now (a
+                reader sees them, a process crash keeps them) and leaves their fsync to the
+                next write that syncs, :meth:`flush` or :meth:`close`: one fsync then covers
+                both. The transport writes a model call's request this way, so the call
+                costs one fsync, made when its answer is written.
 
         Returns:
             The stored events, in order.
@@ -353,7 +359,7 @@ class RunWriter:
                 staged.append(one)
                 seq, head = seq + 1, one.event.hash
             if staged:
-                self._commit(staged, hold=hold)
+                self._commit(staged, hold=hold, sync=sync)
             return [one.event for one in staged]
 
     def _write(self, type: str, payload: Mapping[str, Any] | None, *, actor: str | None,
@@ -511,7 +517,7 @@ class RunWriter:
         """How an error names the event: the run and the seq."""
         return f"run {self.id!r}, seq {seq}"
 
-    def _commit(self, staged: list[_Staged], *, hold: bool) -> None:
+    def _commit(self, staged: list[_Staged], *, hold: bool, sync: bool = True) -> None:
         """Store the blobs, write (or hold) the WAL lines of ``staged`` (after any lines held
         before), then take their seqs; seal when the segment is full."""
         # Blobs first: an event on disk never names a blob that is not.
@@ -525,7 +531,7 @@ class RunWriter:
                 _FLUSHER.due(self)
             self._held.append(lines)
         else:
-            self._wal.append(b"".join(self._held) + lines if self._held else lines)
+            self._wal.append(b"".join(self._held) + lines if self._held else lines, sync=sync)
             self._held = []
         if len(staged) == 1:
             self._rows.append(staged[0].row)

@@ -145,3 +145,37 @@ def test_async_client_records_and_replays(store: Any) -> None:
 def test_without_a_recorder_the_transport_says_what_to_do() -> None:
     with pytest.raises(RuntimeError, match="needs a recorder"):
         httpx.Client(transport=al.transport.RecordingTransport()).get("https://example.test/")
+
+
+@pytest.mark.parametrize("model_call", [True, False])
+def test_a_model_call_costs_one_fsync_and_other_http_two(store: Any, monkeypatch: pytest.MonkeyPatch,
+                                                         model_call: bool) -> None:
+    """With the default durability a request's events reach the WAL before the request goes
+    out (a reader sees them; a killed process keeps them). A model call's are fsynced with its
+    answer, one fsync a call; any other request's before it goes out, as it may change
+    something, so its record is on disk even if the machine dies while it is in flight."""
+    from agentlog.store import wal as wal_module
+
+    synced: list[int] = []
+    real = wal_module.os.fsync
+    monkeypatch.setattr(wal_module.os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    seen: dict[str, Any] = {}
+
+    def remote(request: httpx.Request) -> httpx.Response:
+        seen["on disk"] = [e.type for e in store.run(seen["run"]).iter_events()][-3:]
+        seen["fsyncs"] = synced.count(seen["fd"])
+        return httpx.Response(200, json=completion("ok"))
+
+    with al.recording(store=store, name="one call") as rec:
+        seen["run"], seen["fd"] = rec.run_id, rec._sink.writer._wal._fd
+        client = al.transport.client(rec, transport=httpx.MockTransport(remote))
+        synced.clear()
+        if model_call:
+            client.post(f"{BASE}/chat/completions", json={"model": "gpt-4o-mini",
+                                                         "messages": [{"role": "user", "content": "hi"}]})
+        else:
+            client.get(f"{BASE}/status")
+        after = synced.count(seen["fd"])
+    asked = ["span.started", "llm.request", "http.request"] if model_call else ["span.started", "http.request"]
+    assert seen["on disk"][-len(asked):] == asked
+    assert (seen["fsyncs"], after) == ((0, 1) if model_call else (1, 2))

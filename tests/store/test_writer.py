@@ -13,8 +13,10 @@ from _store_helpers import PYTHON, T0, FixedClock, child_env, make_run
 
 from agentlog.chain import GENESIS
 from agentlog.errors import RunClosedError, RunExistsError, RunLockedError
+from agentlog.events import Note
 from agentlog.store import Durability, Store
 from agentlog.store import wal as wal_module
+from agentlog.store.writer import Emit
 
 
 def test_durability_accepts_strings_and_lists_valid_values() -> None:
@@ -85,6 +87,50 @@ def test_fsync_mode_syncs_every_line(store: Store, monkeypatch: pytest.MonkeyPat
         w.emit("note", {"i": i})
         assert synced.count(fd) == i + 1
     w.close()
+
+
+@pytest.mark.parametrize("end", ["synced append", "flush", "close"])
+def test_an_unsynced_batch_is_written_at_once_and_fsynced_by_the_next_sync(
+        store: Store, monkeypatch: pytest.MonkeyPatch, end: str) -> None:
+    """``emit_many(..., sync=False)``: the lines reach the file (a reader sees them, a killed
+    process keeps them) with no fsync; the next synced append, flush or close fsyncs them."""
+    synced: list[int] = []
+    real = wal_module.os.fsync
+    monkeypatch.setattr(wal_module.os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    w = store.create_run(run_id="u")
+    fd = w._wal._fd
+    synced.clear()
+    w.emit_many([Emit(Note(extra={"text": "asked"})), Emit(Note(extra={"text": "asked too"}))], sync=False)
+    assert synced == []
+    assert [e.payload["text"] for e in store.run("u").iter_events()] == ["asked", "asked too"]
+    if end == "close":
+        w.close()  # the WAL's fsync comes first, before the seal (whose files reuse fd numbers)
+        assert synced[0] == fd
+        return
+    if end == "synced append":
+        w.emit_many([Emit(Note(extra={"text": "answered"}))])
+    else:
+        w.flush()
+    assert synced == [fd]
+    w.close()
+
+
+@pytest.mark.parametrize("mode", ["batch", "none"])
+def test_sync_false_changes_nothing_in_the_other_modes(store: Store, monkeypatch: pytest.MonkeyPatch,
+                                                       mode: str) -> None:
+    def count(sync: bool) -> int:
+        synced: list[int] = []
+        real = wal_module.os.fsync
+        monkeypatch.setattr(wal_module.os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+        w = store.create_run(run_id=f"{mode}-{sync}", durability=mode)
+        fd = w._wal._fd
+        for i in range(3):
+            w.emit_many([Emit(Note(extra={"text": str(i)}))], sync=sync)
+        w.flush()
+        w.close()
+        return synced.count(fd)
+
+    assert count(False) == count(True)
 
 
 def test_run_json_fields(store: Store) -> None:
