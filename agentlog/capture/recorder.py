@@ -428,36 +428,56 @@ class Recorder:
 
     def _llm_steps(self, request: Mapping[str, Any], call: Any, provider: str | None,
                    actor: str | None, asked: Event | None) -> Steps[LLMResult]:
-        with self.span(str(request.get("model") or "llm"), kind="llm", actor=actor):
-            if asked is None:
-                body = self._llm_request(request, provider)
-                asked, key = self.emit(body, actor=actor), body.key
-            else:
-                key = LLMRequest.of(asked).key
-            served = self.serve(LLM_RESPONSE, key, asked, actor=actor)
-            if served is not None:
-                if served.type == ERROR:
-                    raise LLMCallError(served.seq, str(CallFailed.of(served).error))
-                return LLMResult.from_event(served)
-            fn = self._live_llm or call
-            if fn is None:
-                raise ReplayMissError(f"run {self.run_id}: no recorded answer for model request "
-                                      f"{key[:16]}… and no call= to make it live")
-            started = self.timer()
+        name = str(request.get("model") or "llm")
+        if asked is None:
             try:
-                raw = yield Opaque(fn, request)
-            except Exception as exc:
-                failed = self.emit(call_failed(LLM_RESPONSE, key, exc), actor=actor, caused_by=asked.seq)
-                raise LLMCallError(failed.seq, error_text(exc)) from exc
-            self.live_calls += 1
-            streamed = is_stream(raw)
-            if streamed:  # an SDK's stream: its chunks, assembled into the response they stand for
-                chunks = yield Opaque(drain, raw)
-                raw = assemble(stream_api(chunks), chunks)
-            answered = self._llm_answer(raw, key, request, asked, started, provider)
-            if streamed and not (raw.get("usage") or raw.get("usageMetadata")):
-                answered = replace(answered, usage=None, cost_usd=None, cost_source="unknown")  # none reported
-            return LLMResult.from_event(self.emit(answered, actor=actor, caused_by=asked.seq))
+                body = self._llm_request(request, provider)
+            except Exception:
+                with self.span(name, kind="llm", actor=actor):
+                    raise  # as when it was made inside the span: opened, and ended with the error
+            # The request has no effect but its answer: fsynced with the answer (one fsync a call).
+            span, asked = self._open_with(name, "llm", body, actor, sync=False)
+            key: str | None = body.key
+        else:
+            span, key = self.open_span(name, "llm", actor=actor), None
+        try:
+            with span.entered():
+                key = key or LLMRequest.of(asked).key  # an earlier run's request: read in the span
+                return (yield from self._llm_answered(span, request, call, provider, actor, asked, key))
+        except BaseException as exc:
+            if not span.ended:
+                span.close(exc)
+            raise
+
+    def _llm_answered(self, span: OpenSpan, request: Mapping[str, Any], call: Any, provider: str | None,
+                      actor: str | None, asked: Event, key: str) -> Steps[LLMResult]:
+        """The answer of a model request written in ``span``: served, or asked live; the span
+        is ended with it."""
+        served = self.serve(LLM_RESPONSE, key, asked, actor=actor)
+        if served is not None:
+            if served.type == ERROR:
+                raise LLMCallError(served.seq, str(CallFailed.of(served).error))
+            span.close()
+            return LLMResult.from_event(served)
+        fn = self._live_llm or call
+        if fn is None:
+            raise ReplayMissError(f"run {self.run_id}: no recorded answer for model request "
+                                  f"{key[:16]}… and no call= to make it live")
+        started = self.timer()
+        try:
+            raw = yield Opaque(fn, request)
+        except Exception as exc:
+            failed = self.emit(call_failed(LLM_RESPONSE, key, exc), actor=actor, caused_by=asked.seq)
+            raise LLMCallError(failed.seq, error_text(exc)) from exc
+        self.live_calls += 1
+        streamed = is_stream(raw)
+        if streamed:  # an SDK's stream: its chunks, assembled into the response they stand for
+            chunks = yield Opaque(drain, raw)
+            raw = assemble(stream_api(chunks), chunks)
+        answered = self._llm_answer(raw, key, request, asked, started, provider)
+        if streamed and not (raw.get("usage") or raw.get("usageMetadata")):
+            answered = replace(answered, usage=None, cost_usd=None, cost_source="unknown")  # none reported
+        return LLMResult.from_event(self._close_with(span, answered, asked.seq, actor))
 
     def _llm_answer(self, raw: Any, key: str, request: Mapping[str, Any], asked: Event,
                     started: float, provider: str | None) -> LLMResponse:
@@ -513,47 +533,88 @@ class Recorder:
         idempotency key), for code that makes the call itself."""
         return self.emit(self._tool_call(name, args), actor=actor)
 
-    def _tool_call(self, name: str, args: Mapping[str, Any]) -> ToolCall:
+    def _tool_call(self, name: str, args: Mapping[str, Any], seq: int | None = None) -> ToolCall:
+        """The ``tool.call`` to be written as ``seq`` (default: the next)."""
         safe = self.redactor.value(args)
         return ToolCall(key=tool_key(name, safe), name=name, args=safe,
-                        idempotency_key=f"{self.run_id}:{self.next_seq}")
+                        idempotency_key=f"{self.run_id}:{self.next_seq if seq is None else seq}")
 
     def _tool_steps(self, name: str, args: dict[str, Any], fn: Callable[..., Any] | None,
                     actor: str | None, called: Event | None) -> Steps[Any]:
-        with self.span(name, kind="tool", actor=actor):
-            if called is None:
-                call = self._tool_call(name, args)
-                called = self.emit(call, actor=actor)
-            else:
-                call = ToolCall.of(called)
-            served = self.serve(TOOL_RESULT, call.key, called, actor=actor)
-            if served is not None:
-                if served.type == ERROR:
-                    raise ToolError(name, served.seq, str(CallFailed.of(served).error))
-                answer = ToolResult.of(served)
-                if answer.failed:
-                    raise ToolError(name, served.seq, str(answer.error))
-                return answer.result
-            if fn is None:
-                raise ReplayMissError(f"run {self.run_id}: no recorded result for tool {name!r} "
-                                      f"(key {call.key[:16]}…) and no fn= to call it live")
-            kwargs = dict(args)
-            if takes_idempotency_key(fn):
-                kwargs["idempotency_key"] = call.idempotency_key
-            started = self.timer()
+        if called is None:
             try:
-                result = yield Opaque(fn, **kwargs)
-            except Exception as exc:
-                self.live_calls += 1
-                done = self.emit(ToolResult(key=call.key, name=name, error=error_text(exc),
-                                            type=type(exc).__name__, duration_ms=self._since(started)),
-                                 actor=actor, caused_by=called.seq)
-                raise ToolError(name, done.seq, error_text(exc)) from exc
+                call = self._tool_call(name, args, seq=self.next_seq + 1)  # after its span.started
+            except Exception:
+                with self.span(name, kind="tool", actor=actor):
+                    raise  # as when it was made inside the span: opened, and ended with the error
+            span, called = self._open_with(name, "tool", call, actor)  # on disk before the tool runs
+        else:
+            span, call = self.open_span(name, "tool", actor=actor), None
+        try:
+            with span.entered():
+                call = call or ToolCall.of(called)  # an earlier run's call: read in the span
+                return (yield from self._tool_answered(span, call, called, args, fn, actor))
+        except BaseException as exc:
+            if not span.ended:
+                span.close(exc)
+            raise
+
+    def _tool_answered(self, span: OpenSpan, call: ToolCall, called: Event, args: dict[str, Any],
+                       fn: Callable[..., Any] | None, actor: str | None) -> Steps[Any]:
+        """The result of a tool call written in ``span``: served, or made live; the span is
+        ended with it."""
+        name = call.name
+        served = self.serve(TOOL_RESULT, call.key, called, actor=actor)
+        if served is not None:
+            if served.type == ERROR:
+                raise ToolError(name, served.seq, str(CallFailed.of(served).error))
+            answer = ToolResult.of(served)
+            if answer.failed:
+                raise ToolError(name, served.seq, str(answer.error))
+            span.close()
+            return answer.result
+        if fn is None:
+            raise ReplayMissError(f"run {self.run_id}: no recorded result for tool {name!r} "
+                                  f"(key {call.key[:16]}…) and no fn= to call it live")
+        kwargs = dict(args)
+        if takes_idempotency_key(fn):
+            kwargs["idempotency_key"] = call.idempotency_key
+        started = self.timer()
+        try:
+            result = yield Opaque(fn, **kwargs)
+        except Exception as exc:
             self.live_calls += 1
-            done = self.emit(ToolResult(key=call.key, name=name, result=result,
-                                        duration_ms=self._since(started)),
+            done = self.emit(ToolResult(key=call.key, name=name, error=error_text(exc),
+                                        type=type(exc).__name__, duration_ms=self._since(started)),
                              actor=actor, caused_by=called.seq)
-            return ToolResult.of(done).result
+            raise ToolError(name, done.seq, error_text(exc)) from exc
+        self.live_calls += 1
+        done = self._close_with(span, ToolResult(key=call.key, name=name, result=result,
+                                                 duration_ms=self._since(started)), called.seq, actor)
+        return ToolResult.of(done).result
+
+    def _open_with(self, name: str, kind: str, first: Body, actor: str | None, *,
+                   sync: bool = True) -> tuple[OpenSpan, Event]:
+        """Open a span and write its first event, in one batch (one WAL write, one fsync, or
+        with ``sync=False`` none: :meth:`emit_many`); the span and that event. The events are
+        those of ``first`` emitted inside :meth:`span`."""
+        span_id, started = self._span_started(name, kind)
+        who = actor or self.actor
+        taken: list[Event] = []
+        try:
+            self.emit_many([Emit(started, who, None, span_id), Emit(first, who, None, span_id)],
+                           taken=taken, sync=sync)
+        except BaseException as exc:
+            if taken:  # the span was opened, its first event refused: it ends with the error
+                OpenSpan(self, name, span_id, taken[0].seq, actor).close(exc)
+            raise
+        return OpenSpan(self, name, span_id, taken[0].seq, actor), taken[1]
+
+    def _close_with(self, span: OpenSpan, last: Body, caused_by: int, actor: str | None) -> Event:
+        """Write ``last`` and end ``span``, in one batch; the event of ``last``."""
+        events = self.emit_many([Emit(last, actor or self.actor, caused_by, span.span_id), span.ending()])
+        span.ended = True
+        return events[0]
 
     def _since(self, started: float) -> float:
         return (self.timer() - started) * 1000

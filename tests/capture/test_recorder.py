@@ -181,3 +181,40 @@ def test_a_batch_the_writer_refuses_is_written_as_one_at_a_time_would_be(store: 
     assert [(e.seq, e.caused_by) for e in taken] == [(2, None), (3, 2)]  # the two before the refused one
     writer.close()
     assert [e.payload.get("text") for e in store.run("r").iter_events()] == ["a", "b", "c", "d"]
+
+
+def test_a_model_call_costs_one_fsync_and_a_tool_call_two(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the default durability, ``rec.llm`` writes its span and request before the model
+    is asked (a reader sees them) and fsyncs them with the answer; ``rec.tool``'s call is on
+    disk, fsynced, before the tool runs (it may change something), and its result is fsynced
+    with the span's end."""
+    from agentlog.store import wal as wal_module
+
+    synced: list[int] = []
+    real = wal_module.os.fsync
+    monkeypatch.setattr(wal_module.os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    seen: dict[str, Any] = {}
+
+    def look(what: str) -> None:
+        seen[what] = ([e.type for e in store.run(seen["run"]).iter_events()][-2:], synced.count(seen["fd"]))
+
+    def model(request: Any) -> dict[str, Any]:
+        look("model")
+        return {"model": MODEL, "choices": [{"message": {"role": "assistant", "content": "ok"}}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+
+    def tool(x: int) -> int:
+        look("tool")
+        return x + 1
+
+    with al.recording(store=store, name="fsyncs") as rec:
+        seen["run"], seen["fd"] = rec.run_id, rec._sink.writer._wal._fd
+        synced.clear()
+        rec.llm({"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}, model)
+        after_llm = synced.count(seen["fd"])
+        assert rec.tool("add", {"x": 1}, tool) == 2
+        after_tool = synced.count(seen["fd"])
+    assert seen["model"] == (["span.started", "llm.request"], 0)
+    assert after_llm == 1
+    assert seen["tool"] == (["span.started", "tool.call"], 2)
+    assert after_tool == 3

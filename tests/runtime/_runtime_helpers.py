@@ -196,9 +196,10 @@ def _quiet() -> None:
 
 
 def crash_after(seq: int) -> None:
-    """Make this process die (os._exit) right after the event at ``seq`` is written."""
+    """Make this process die (os._exit) right after the event at ``seq`` is written (alone or
+    in a batch: then after the batch)."""
     from agentlog.store.writer import RunWriter
-    emit = RunWriter.emit
+    emit, emit_many = RunWriter.emit, RunWriter.emit_many
 
     def dying_emit(self: Any, *args: Any, **kwargs: Any) -> Any:
         event = emit(self, *args, **kwargs)
@@ -206,7 +207,14 @@ def crash_after(seq: int) -> None:
             os._exit(17)
         return event
 
+    def dying_emit_many(self: Any, *args: Any, **kwargs: Any) -> Any:
+        events = emit_many(self, *args, **kwargs)
+        if any(event.seq == seq for event in events):
+            os._exit(17)
+        return events
+
     RunWriter.emit = dying_emit  # type: ignore[method-assign]
+    RunWriter.emit_many = dying_emit_many  # type: ignore[method-assign]
 
 
 def start_or_resume(store: str, run_id: str, steps: int, ledger_dir: str, *,
