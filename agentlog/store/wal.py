@@ -54,7 +54,9 @@ class Durability(enum.StrEnum):
     """
 
     FSYNC = "fsync"
-    """Each WAL line is written and fsynced before ``emit`` returns (the default)."""
+    """Each WAL line is written and fsynced before ``emit`` returns (the default); a batch
+    written with ``emit_many(..., sync=False)`` (a model call's request) is fsynced by the next
+    write that syncs (its answer)."""
     BATCH = "batch"
     """Group commit: fsync every N events or T ms, and on flush, seal and close."""
     NONE = "none"
