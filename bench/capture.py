@@ -215,6 +215,52 @@ def _interleaved(client: Any, n: int, rows: dict[str, Callable[[], Any]]) -> dic
     return {name: (statistics.median(walls[name]) * 1e6, statistics.median(cpus[name]) * 1e6) for name in rows}
 
 
+@contextmanager
+def _outside() -> Iterator[None]:
+    """No recording active in this context, as before any ``al.recording`` (the bench's are
+    open side by side, the last one entered active)."""
+    from agentlog.capture import recorder
+
+    token = recorder._active.set(None)
+    try:
+        yield
+    finally:
+        recorder._active.reset(token)
+
+
+def _instrumented(client: Any, store: Any, n: int) -> dict[str, Any]:
+    """The same call with the OpenInference OpenAI instrumentor on (``al.instrument``): its
+    span goes through agentlog's processor, and in a recording joins the transport's exchange
+    into one model call (the transport's 6 events and the span's own: the issue's "transport
+    + span processor"). Baseline: instrumented, outside any recording (the instrumentor's own
+    cost, which a user who traces already pays, and the processor finding no recording). A
+    phase of its own, after the plain rows: the instrumentor is global to the process."""
+    from opentelemetry.sdk.trace import TracerProvider
+
+    import agentlog as al
+    from agentlog.capture.recorder import activate
+
+    with al.instrument(instrumentors=["openai"], tracer_provider=TracerProvider()) as done:
+        assert done.instrumented == ["openai"], done
+        for _ in range(10):  # warm: the instrumentor's first span
+            _call(client)
+        with al.recording(store=store, name="bench instrumented fsync", durability="fsync") as fsync, \
+                al.recording(store=store, name="bench instrumented none", durability="none") as none:
+            rows = _interleaved(client, n, {"instrumented": _outside,
+                                            "instrumented_recording_fsync": lambda: activate(fsync),
+                                            "instrumented_recording_none": lambda: activate(none)})
+    recorded = store.run(none.run_id)
+    assert len(recorded.llm_calls()) == n, "one model call is one row: the span joined the exchange"
+    out: dict[str, Any] = {"instrumented_events_per_call": round((len(recorded) - 2) / n, 2)}
+    for name, (wall, cpu) in rows.items():
+        out[f"{name}_us"], out[f"{name}_cpu_us"] = round(wall), round(cpu)
+    for durability in ("fsync", "none"):
+        row = f"instrumented_recording_{durability}"
+        out[f"{row}_over_instrumented_us"] = out[f"{row}_us"] - out["instrumented_us"]
+        out[f"{row}_cpu_over_instrumented_us"] = out[f"{row}_cpu_us"] - out["instrumented_cpu_us"]
+    return out
+
+
 def http_calls(*, quick: bool = False) -> dict[str, Any]:
     """The per-call cost of recording model calls through the global httpx patch, and of
     replaying them (see the module docstring); the figures as a dict."""
@@ -268,6 +314,7 @@ def http_calls(*, quick: bool = False) -> dict[str, Any]:
                                                                     - out["unpatched_cpu_us"])
             out[f"recording_{durability}_ratio"] = round(out[f"recording_{durability}_us"] / out["unpatched_us"], 2)
         out["passthrough_over_unpatched_us"] = out["passthrough_us"] - out["unpatched_us"]
+        out.update(_instrumented(client, store, n))
 
         def program(rec: Any) -> None:
             for _ in range(calls):
@@ -297,6 +344,9 @@ def http_calls(*, quick: bool = False) -> dict[str, Any]:
     # the same target with the default durability (fsync), as a user who changes nothing records
     out["target_recording_fsync_le_1ms_over"] = out["recording_fsync_over_unpatched_us"] <= 1000
     out["target_recording_fsync_le_1ms_over_cpu"] = out["recording_fsync_cpu_over_unpatched_us"] <= 1000
+    # transport + span processor: an instrumented client's call, recorded, over the same unrecorded
+    out["target_instrumented_fsync_le_1ms_over"] = out["instrumented_recording_fsync_over_instrumented_us"] <= 1000
+    out["target_instrumented_none_le_1ms_over"] = out["instrumented_recording_none_over_instrumented_us"] <= 1000
     out["load_average_1min"] = round(os.getloadavg()[0], 2)
     return out
 

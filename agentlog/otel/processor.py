@@ -234,15 +234,7 @@ class SpanProcessor(_SDKSpanProcessor):
         Calls are matched oldest first, each to one span, so concurrent calls in one recording
         each join one span.
         """
-        calls = model_calls(rec)
-        if not calls:
-            return outs
-        started = self._started_seq(rec.run_id, span.span_id)
-        for call in calls:
-            if not call.joined and call.request_seq > started:
-                call.joined = True
-                return []
-        return outs
+        return [] if _take_transport_call(rec, self._started_seq(rec.run_id, span.span_id)) else outs
 
     def open_span_id(self, rec: Recorder) -> str | None:
         """The agentlog span id of the OpenTelemetry span current in this context, if this
@@ -335,9 +327,13 @@ class SpanProcessor(_SDKSpanProcessor):
             if kind in _CALLS or span.events:
                 plain = from_sdk_span(span, ids=(written.trace_id, written.otel_span_id))
                 covered = kind == LLM and live.covered
-                outs: Sequence[Out] = [] if covered else call_outs(plain, timed=False, kind=kind)
-                if kind == LLM and outs:
-                    if self.join is not None:
+                # The default join, asked first: a call the transport wrote is the span's, so
+                # the span's own call is not built only to be dropped.
+                joined = (kind == LLM and not covered and self.join == self.join_transport
+                          and _take_transport_call(rec, written.started_seq))
+                outs: Sequence[Out] = [] if covered or joined else call_outs(plain, timed=False, kind=kind)
+                if kind == LLM and (outs or joined):
+                    if outs and self.join is not None:
                         outs = self.join(rec, plain, outs)
                     self._cover(live)
                 elif kind == "tool" and outs and self._recorded_tool(rec, written.started_seq, outs[0].body):
@@ -476,3 +472,13 @@ def _write(rec: Recorder, sink: Sink, items: Sequence[Emit | _Raw], *, hold: boo
         if flush is not None:
             flush()
     return events
+
+
+def _take_transport_call(rec: Recorder, started: int) -> bool:
+    """Join the oldest model call the HTTP transport wrote into ``rec``'s run after seq
+    ``started`` (a span's start) and no span joined yet; ``False`` if there is none."""
+    for call in model_calls(rec):
+        if not call.joined and call.request_seq > started:
+            call.joined = True
+            return True
+    return False
