@@ -7,7 +7,8 @@
   offered, by name;
 - an ``llm.response`` as the assistant's message, its tool calls as cards, and why it stopped;
 - a ``tool.call`` / ``tool.result`` as a card with the tool's name and its arguments or result;
-- anything else as its payload.
+- anything else as its payload (without the vocabulary's version marker ``"$v"``, which the
+  raw payload panel shows).
 
 JSON that arrives as a string inside a message (tool-call arguments, a tool result serialised
 by the program) is decoded and pretty-printed; long text is cut into a collapsible block.
@@ -27,6 +28,7 @@ from ..events import (
     LLM_RESPONSE,
     TOOL_CALL,
     TOOL_RESULT,
+    VERSION_KEY,
     BlobRef,
     Event,
     LLMRequest,
@@ -176,4 +178,5 @@ def event_view_html(event: Event) -> str:
         body = (f'<div class="al-bad">{_e(result.error)}</div>' if result.error else pretty(result.result))
         return (f'<div class="al-chat"><div class="al-chat-card al-chat-result"><div class="al-chat-card-head">'
                 f"← tool <b>{_e(result.name)}</b></div>{body}</div></div>")
-    return f'<div class="al-chat">{pretty(dict(event.payload))}</div>'
+    payload = {k: v for k, v in event.payload.items() if k != VERSION_KEY}
+    return f'<div class="al-chat">{pretty(payload)}</div>'

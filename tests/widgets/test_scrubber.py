@@ -258,3 +258,19 @@ def test_run_scrub_is_a_scrubber(store: Any, tmp_path: Path) -> None:
     s = store.run("sre-0002").scrub(start=3)
     assert isinstance(s, Scrubber) and s.seq == 3
     assert repr(s) == f"<Scrubber sre-0002 seq 3 of {len(store.run('sre-0002')):,}>"
+
+
+def test_the_readable_view_leaves_out_the_version_marker(tmp_path: Path) -> None:
+    """An HTTP exchange (payload version 2) reads as its fields; ``"$v"`` stays in the raw panel."""
+    import httpx
+
+    from agentlog.events import VERSION_KEY
+
+    server = httpx.MockTransport(lambda request: httpx.Response(200, json={"up": True}))
+    run = al.record(lambda rec: al.transport.client(rec, transport=server).get("https://example.com/up").json(),
+                    store=tmp_path / "s", name="http")
+    seq = int(run.events.loc[run.events["type"] == "http.request", "seq"].iloc[0])
+    assert run.event(seq).payload[VERSION_KEY] == 2
+    s = Scrubber(run)
+    s.goto(seq)
+    assert "example.com/up" in s.event_html and "$v" not in s.event_html
