@@ -1,13 +1,15 @@
 """Benchmark what recording and strict replay cost per call, in CPU time.
 
-Run ``python bench/recorder.py [--calls N] [--rounds R]``. Progress goes to stderr; the last
+Run ``python bench/recorder.py [--calls N] [--rounds R] [--durability fsync|batch|none]``. Progress goes to stderr; the last
 line on stdout is one JSON object with the figures.
 
 The program makes ``calls`` rounds of one model call (a 0 ms fake model returning the OpenAI
 Chat Completions shape with usage, priced as ``gpt-4o-mini``; its request carries an
 ``api_key`` field) and one tool call (whose args carry an ``api_key``), so each round goes
 through the provider boundary, pricing, the redaction policy, the cache keys, the recorder's
-steps and the writer (``durability="none"``: the disk is not what is measured). Timed calls,
+steps and the writer (``durability="none"`` unless ``--durability`` says otherwise: by default
+the disk is not what is measured; with ``fsync`` the wall-clock figures say what the disk's
+waits add: ``rec.llm`` makes one fsync a call, ``rec.tool`` two). Timed calls,
 each on a fresh store, CPU time of this process (``time.process_time``: the machine is
 shared, and wall time moves with the load):
 
@@ -20,7 +22,8 @@ shared, and wall time moves with the load):
     what the program costs without agentlog.
 
 Figures are medians over ``rounds``; ``record_us_per_call`` is (record - baseline) divided by
-the number of model and tool calls (2 per round), likewise ``replay_us_per_call``.
+the number of model and tool calls (2 per round), likewise ``replay_us_per_call``;
+``record_wall_us_per_call`` is the same by the wall clock.
 Comparing two versions of agentlog: run this file from each tree (``PYTHONPATH=<tree>``).
 """
 
@@ -67,12 +70,14 @@ def program_of(calls: int) -> Callable[[Any], int]:
     return program
 
 
-class _Unsynced(al.Store):
-    """A store whose runs are written with ``durability="none"`` (so the same file measures
-    versions of ``al.record`` that take no ``durability``)."""
+class _Durable(al.Store):
+    """A store whose runs are written with the durability of the class (so the same file
+    measures versions of ``al.record`` that take no ``durability``)."""
+
+    durability = "none"
 
     def create_run(self, **kwargs: Any) -> Any:
-        return super().create_run(**{**kwargs, "durability": "none"})
+        return super().create_run(**{**kwargs, "durability": self.durability})
 
 
 class _Plain:
@@ -91,30 +96,45 @@ def _cpu(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.process_time() - start, value
 
 
+def _timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    """CPU seconds, wall seconds and the value of ``fn()``."""
+    wall = time.perf_counter()
+    cpu, value = _cpu(fn)
+    return cpu, time.perf_counter() - wall, value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--durability", choices=["fsync", "batch", "none"], default="none")
     args = parser.parse_args()
+    _Durable.durability = args.durability
     program = program_of(args.calls)
-    record, replay, baseline = [], [], []
+    record, record_wall, replay, baseline, baseline_wall = [], [], [], [], []
     for r in range(args.rounds):
         root = tempfile.mkdtemp(prefix="bench-recorder-")
         try:
-            store = _Unsynced(root)
-            cpu, run = _cpu(lambda store=store: al.record(program, store=store, name="bench"))
+            store = _Durable(root)
+            cpu, wall, run = _timed(lambda store=store: al.record(program, store=store, name="bench"))
             record.append(cpu)
+            record_wall.append(wall)
             cpu, result = _cpu(lambda run=run: al.replay(program, run))
             assert result.ok, str(result)
             replay.append(cpu)
-            baseline.append(_cpu(lambda: program(_Plain()))[0])
+            cpu, wall, _ = _timed(lambda: program(_Plain()))
+            baseline.append(cpu)
+            baseline_wall.append(wall)
             log(f"round {r + 1}: record {record[-1]:.3f} s, replay {replay[-1]:.3f} s, "
                 f"baseline {baseline[-1]:.4f} s ({len(run):,} events)")
         finally:
             shutil.rmtree(root, ignore_errors=True)
     rec_s, rep_s, base_s = (statistics.median(x) for x in (record, replay, baseline))
+    rec_wall, base_wall = statistics.median(record_wall), statistics.median(baseline_wall)
     print(json.dumps({
         "bench": "recorder", "calls": args.calls, "rounds": args.rounds, "events": len(run),
+        "durability": args.durability,
+        "record_wall_us_per_call": round((rec_wall - base_wall) / (2 * args.calls) * 1e6, 1),
         "record_cpu_s": round(rec_s, 4), "replay_cpu_s": round(rep_s, 4), "baseline_cpu_s": round(base_s, 5),
         "record_us_per_call": round((rec_s - base_s) / (2 * args.calls) * 1e6, 1),
         "replay_us_per_call": round((rep_s - base_s) / (2 * args.calls) * 1e6, 1),
