@@ -17,6 +17,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture
+def fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The file descriptors the WAL fsyncs, in order, from now on (each fsync still made)."""
+    from agentlog.store import wal as wal_module
+
+    synced: list[int] = []
+    real = wal_module.os.fsync
+    monkeypatch.setattr(wal_module.os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    return synced
+
+
+@pytest.fixture
 def instrumented() -> Iterator[Any]:
     """al.instrument() with the OpenAI and Agents SDK instrumentors, off after the test."""
     import agentlog as al

@@ -183,16 +183,12 @@ def test_a_batch_the_writer_refuses_is_written_as_one_at_a_time_would_be(store: 
     assert [e.payload.get("text") for e in store.run("r").iter_events()] == ["a", "b", "c", "d"]
 
 
-def test_a_model_call_costs_one_fsync_and_a_tool_call_two(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_model_call_costs_one_fsync_and_a_tool_call_two(store: Any, fsyncs: list[int]) -> None:
     """With the default durability, ``rec.llm`` writes its span and request before the model
     is asked (a reader sees them) and fsyncs them with the answer; ``rec.tool``'s call is on
     disk, fsynced, before the tool runs (it may change something), and its result is fsynced
     with the span's end."""
-    from agentlog.store import wal as wal_module
-
-    synced: list[int] = []
-    real = wal_module.os.fsync
-    monkeypatch.setattr(wal_module.os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    synced = fsyncs
     seen: dict[str, Any] = {}
 
     def look(what: str) -> None:

@@ -148,17 +148,12 @@ def test_without_a_recorder_the_transport_says_what_to_do() -> None:
 
 
 @pytest.mark.parametrize("model_call", [True, False])
-def test_a_model_call_costs_one_fsync_and_other_http_two(store: Any, monkeypatch: pytest.MonkeyPatch,
-                                                         model_call: bool) -> None:
+def test_a_model_call_costs_one_fsync_and_other_http_two(store: Any, fsyncs: list[int], model_call: bool) -> None:
     """With the default durability a request's events reach the WAL before the request goes
     out (a reader sees them; a killed process keeps them). A model call's are fsynced with its
     answer, one fsync a call; any other request's before it goes out, as it may change
     something, so its record is on disk even if the machine dies while it is in flight."""
-    from agentlog.store import wal as wal_module
-
-    synced: list[int] = []
-    real = wal_module.os.fsync
-    monkeypatch.setattr(wal_module.os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    synced = fsyncs
     seen: dict[str, Any] = {}
 
     def remote(request: httpx.Request) -> httpx.Response:

@@ -15,7 +15,6 @@ from agentlog.chain import GENESIS
 from agentlog.errors import RunClosedError, RunExistsError, RunLockedError
 from agentlog.events import Note
 from agentlog.store import Durability, Store
-from agentlog.store import wal as wal_module
 from agentlog.store.writer import Emit
 
 
@@ -47,10 +46,8 @@ def test_every_mode_records_the_same_run(tmp_path: Path, mode: str) -> None:
     assert st.run("m").head == ref.run("m").head
 
 
-def test_batch_group_commit_counts_and_timer(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    synced: list[int] = []
-    real = wal_module.os.fsync
-    monkeypatch.setattr(wal_module.os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+def test_batch_group_commit_counts_and_timer(store: Store, fsyncs: list[int]) -> None:
+    synced = fsyncs
     w = store.create_run(run_id="b", durability="batch")
     w._wal._batch_events, w._wal._batch_s = 5, 3600.0  # groups of 5; no timer
     fd = w._wal._fd
@@ -76,10 +73,8 @@ def test_batch_group_commit_counts_and_timer(store: Store, monkeypatch: pytest.M
     t.close()
 
 
-def test_fsync_mode_syncs_every_line(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    synced: list[int] = []
-    real = wal_module.os.fsync
-    monkeypatch.setattr(wal_module.os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+def test_fsync_mode_syncs_every_line(store: Store, fsyncs: list[int]) -> None:
+    synced = fsyncs
     w = store.create_run(run_id="f")
     fd = w._wal._fd
     synced.clear()
@@ -91,12 +86,10 @@ def test_fsync_mode_syncs_every_line(store: Store, monkeypatch: pytest.MonkeyPat
 
 @pytest.mark.parametrize("end", ["synced append", "flush", "close"])
 def test_an_unsynced_batch_is_written_at_once_and_fsynced_by_the_next_sync(
-        store: Store, monkeypatch: pytest.MonkeyPatch, end: str) -> None:
+        store: Store, fsyncs: list[int], end: str) -> None:
     """``emit_many(..., sync=False)``: the lines reach the file (a reader sees them, a killed
     process keeps them) with no fsync; the next synced append, flush or close fsyncs them."""
-    synced: list[int] = []
-    real = wal_module.os.fsync
-    monkeypatch.setattr(wal_module.os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    synced = fsyncs
     w = store.create_run(run_id="u")
     fd = w._wal._fd
     synced.clear()
@@ -116,19 +109,16 @@ def test_an_unsynced_batch_is_written_at_once_and_fsynced_by_the_next_sync(
 
 
 @pytest.mark.parametrize("mode", ["batch", "none"])
-def test_sync_false_changes_nothing_in_the_other_modes(store: Store, monkeypatch: pytest.MonkeyPatch,
-                                                       mode: str) -> None:
+def test_sync_false_changes_nothing_in_the_other_modes(store: Store, fsyncs: list[int], mode: str) -> None:
     def count(sync: bool) -> int:
-        synced: list[int] = []
-        real = wal_module.os.fsync
-        monkeypatch.setattr(wal_module.os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+        fsyncs.clear()
         w = store.create_run(run_id=f"{mode}-{sync}", durability=mode)
         fd = w._wal._fd
         for i in range(3):
             w.emit_many([Emit(Note(extra={"text": str(i)}))], sync=sync)
         w.flush()
         w.close()
-        return synced.count(fd)
+        return fsyncs.count(fd)
 
     assert count(False) == count(True)
 
