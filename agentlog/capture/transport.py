@@ -163,7 +163,8 @@ _CALLS_KEPT: Final = 1000
 
 
 def model_calls(rec: Recorder) -> deque[TransportCall]:
-    """The model calls the transport wrote through ``rec`` (the last 1,000), oldest first."""
+    """The model calls the transport wrote through ``rec`` (the last 1,000), oldest first, for
+    the OpenTelemetry processor's join (which drops those it has joined from the front)."""
     found = _calls.get(rec)
     if found is None:
         found = _calls[rec] = deque(maxlen=_CALLS_KEPT)

@@ -325,15 +325,19 @@ class SpanProcessor(_SDKSpanProcessor):
         calls = 0
         with self._lock:
             if kind in _CALLS or span.events:
-                plain = from_sdk_span(span, ids=(written.trace_id, written.otel_span_id))
                 covered = kind == LLM and live.covered
                 # The default join, asked first: a call the transport wrote is the span's, so
                 # the span's own call is not built only to be dropped.
                 joined = (kind == LLM and not covered and self.join == self.join_transport
                           and _take_transport_call(rec, written.started_seq))
-                outs: Sequence[Out] = [] if covered or joined else call_outs(plain, timed=False, kind=kind)
+                if (covered or joined) and not span.events:
+                    plain = None  # nothing of the span is read further
+                else:
+                    plain = from_sdk_span(span, ids=(written.trace_id, written.otel_span_id))
+                outs: Sequence[Out] = [] if covered or joined or plain is None else call_outs(
+                    plain, timed=False, kind=kind)
                 if kind == LLM and (outs or joined):
-                    if outs and self.join is not None:
+                    if outs and self.join is not None and plain is not None:
                         outs = self.join(rec, plain, outs)
                     self._cover(live)
                 elif kind == "tool" and outs and self._recorded_tool(rec, written.started_seq, outs[0].body):
@@ -343,7 +347,7 @@ class SpanProcessor(_SDKSpanProcessor):
                     written.call_seqs.append(asked.seq)
                     items.extend(_item(out, rec, written.span_id, asked.seq) for out in outs[1:])
                 calls = len(items)
-                if plain.events:
+                if plain is not None and plain.events:
                     for _, _, out in sorted(event_outs(plain), key=lambda item: item[:2]):
                         items.append(_item(out, rec, written.span_id, None))
             last = ended_of(span.name, attributes, status.status_code.value, status.description or None)
@@ -476,8 +480,13 @@ def _write(rec: Recorder, sink: Sink, items: Sequence[Emit | _Raw], *, hold: boo
 
 def _take_transport_call(rec: Recorder, started: int) -> bool:
     """Join the oldest model call the HTTP transport wrote into ``rec``'s run after seq
-    ``started`` (a span's start) and no span joined yet; ``False`` if there is none."""
-    for call in model_calls(rec):
+    ``started`` (a span's start) and no span joined yet; ``False`` if there is none. The
+    calls joined at the front of the list are dropped from it (none is joined twice), so a
+    long instrumented run is not scanned from its first call at every span."""
+    calls = model_calls(rec)
+    while calls and calls[0].joined:
+        calls.popleft()
+    for call in calls:
         if not call.joined and call.request_seq > started:
             call.joined = True
             return True

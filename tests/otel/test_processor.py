@@ -134,6 +134,42 @@ def test_two_instrumentors_on_one_call_count_once(instrumented: Any, store: Any,
     assert len([e for e in imported.iter_events() if e.type == "span.started"]) == len(spans)
 
 
+def test_each_span_joins_one_transport_call_and_joined_calls_are_let_go(instrumented: Any, store: Any) -> None:
+    """Many calls one after the other, then several at once in one recording: one row each
+    (the span joined to the transport's call), and the join's list lets joined calls go."""
+    import httpx
+    import openai
+    from _endpoint import chat
+
+    from agentlog.capture.transport import model_calls
+
+    async def handle(request: httpx.Request) -> httpx.Response:
+        await request.aread()
+        return chat(request)
+
+    async def calls(rec: Any) -> None:
+        client = openai.AsyncOpenAI(api_key="test", base_url="http://llm.test/v1", http_client=al.transport.async_client(
+            rec, transport=httpx.MockTransport(handle)))
+
+        async def ask(text: str) -> Any:
+            return await client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": text}])
+
+        for i in range(12):
+            await ask(f"one {i}")
+        await asyncio.gather(*(ask(f"together {i}") for i in range(5)))
+
+    with al.recording(store=store, name="many") as rec:
+        asyncio.run(calls(rec))
+        left = list(model_calls(rec))
+    run = store.run(rec.run_id)
+    rows = run.llm_calls()
+    assert len(rows) == 17 and [e.type for e in run.iter_events()].count("llm.response") == 17
+    # every call joined; those joined before the last join were let go (the list is cut at a join)
+    assert all(call.joined for call in left) and len(left) <= 5
+    llm_spans = [w for w in instrumented.processor.written(run.id) if w.kind == "llm"]
+    assert len(llm_spans) == 17 and all(w.call_seqs == [] for w in llm_spans)  # none wrote a call of its own
+
+
 def test_the_join_hook_sees_each_model_call_once(instrumented: Any, store: Any) -> None:
     seen: list[tuple[str, list[str]]] = []
 
