@@ -216,6 +216,18 @@ def _interleaved(client: Any, n: int, rows: dict[str, Callable[[], Any]]) -> dic
 
 
 @contextmanager
+def unpatched() -> Iterator[None]:
+    """httpx's transports as shipped: agentlog's patch taken off inside the block."""
+    from agentlog.capture import transport
+
+    transport.uninstall()
+    try:
+        yield
+    finally:
+        transport.install()
+
+
+@contextmanager
 def _outside() -> Iterator[None]:
     """No recording active in this context, as before any ``al.recording`` (the bench's are
     open side by side, the last one entered active)."""
@@ -282,14 +294,6 @@ def http_calls(*, quick: bool = False) -> dict[str, Any]:
 
         for _ in range(10):  # warm: connection, imports
             _call(client)
-
-        @contextmanager
-        def unpatched() -> Iterator[None]:
-            transport.uninstall()
-            try:
-                yield
-            finally:
-                transport.install()
 
         with al.recording(store=store, name="bench fsync", durability="fsync") as fsync, \
                 al.recording(store=store, name="bench none", durability="none") as none:

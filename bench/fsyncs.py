@@ -42,10 +42,10 @@ def main() -> None:
 def rows(n: int) -> dict[str, Any]:
     """µs over the unpatched call, per row: ``[wall, cpu]``."""
     import openai
-    from capture import _call, _interleaved
+    from capture import _call, _interleaved, unpatched
 
     import agentlog as al
-    from agentlog.capture import recorder, transport
+    from agentlog.capture import recorder
     from agentlog.capture.recorder import activate
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "agents"))
@@ -56,14 +56,6 @@ def rows(n: int) -> dict[str, Any]:
 
     def synced(self: Any, items: Any, *, taken: Any = None, sync: bool = True) -> Any:
         return emit_many(self, items, taken=taken, sync=True if forced["on"] else sync)
-
-    @contextmanager
-    def unpatched() -> Iterator[None]:
-        transport.uninstall()
-        try:
-            yield
-        finally:
-            transport.install()
 
     @contextmanager
     def two_fsyncs(rec: Any) -> Iterator[None]:
