@@ -273,28 +273,34 @@ def _instrumented(client: Any, store: Any, n: int) -> dict[str, Any]:
     return out
 
 
-def http_calls(*, quick: bool = False) -> dict[str, Any]:
-    """The per-call cost of recording model calls through the global httpx patch, and of
-    replaying them (see the module docstring); the figures as a dict."""
+@contextmanager
+def served() -> Iterator[tuple[Any, str, Any]]:
+    """The tests' loopback OpenAI-compatible server, a temporary store folder and the real
+    ``openai`` client on that server, warmed (connection, imports)."""
     import openai
-
-    import agentlog as al
-    from agentlog.capture import transport
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "agents"))
     from _server import LLMServer
 
+    with LLMServer() as server, tempfile.TemporaryDirectory() as tmp, \
+            openai.OpenAI(base_url=server.url, api_key="bench", max_retries=0) as client:
+        for _ in range(10):
+            _call(client)
+        yield server, tmp, client
+
+
+def http_calls(*, quick: bool = False) -> dict[str, Any]:
+    """The per-call cost of recording model calls through the global httpx patch, and of
+    replaying them (see the module docstring); the figures as a dict."""
+    import agentlog as al
+    from agentlog.capture import transport
+    from agentlog.capture.recorder import activate
+
     n = 30 if quick else 200
     calls = 20 if quick else 1000  # the issue's "replay of a 1,000-call recorded agent"
     out: dict[str, Any] = {"calls_per_row": n}
-    with LLMServer() as server, tempfile.TemporaryDirectory() as tmp, \
-            openai.OpenAI(base_url=server.url, api_key="bench", max_retries=0) as client:
+    with served() as (server, tmp, client):
         store = al.Store(tmp)
-        from agentlog.capture.recorder import activate
-
-        for _ in range(10):  # warm: connection, imports
-            _call(client)
-
         with al.recording(store=store, name="bench fsync", durability="fsync") as fsync, \
                 al.recording(store=store, name="bench none", durability="none") as none:
 

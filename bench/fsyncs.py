@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,15 +40,11 @@ def main() -> None:
 
 def rows(n: int) -> dict[str, Any]:
     """µs over the unpatched call, per row: ``[wall, cpu]``."""
-    import openai
-    from capture import _call, _interleaved, unpatched
+    from capture import _interleaved, served, unpatched
 
     import agentlog as al
     from agentlog.capture import recorder
     from agentlog.capture.recorder import activate
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "agents"))
-    from _server import LLMServer
 
     forced = {"on": False}
     emit_many = recorder.Recorder.emit_many
@@ -68,11 +63,8 @@ def rows(n: int) -> dict[str, Any]:
 
     recorder.Recorder.emit_many = synced  # type: ignore[method-assign]
     try:
-        with LLMServer() as server, tempfile.TemporaryDirectory() as tmp, \
-                openai.OpenAI(base_url=server.url, api_key="bench", max_retries=0) as client:
+        with served() as (_, tmp, client):
             store = al.Store(tmp)
-            for _ in range(10):  # warm: connection, imports
-                _call(client)
             with al.recording(store=store, name="one", durability="fsync") as one, \
                     al.recording(store=store, name="two", durability="fsync") as two, \
                     al.recording(store=store, name="none", durability="none") as none:
