@@ -12,9 +12,9 @@ on the shared machine falls on every row alike):
 - ``unpatched``: httpx's transports as shipped (the baseline, in the same process);
 - ``passthrough``: the patch installed, the recording active set to capture nothing (what a
   request pays when it is not recorded: a context-variable lookup);
-- ``recording_fsync`` / ``recording_none``: inside ``al.recording(...)`` (durability ``fsync``,
-  the default, and ``none``; two recordings open side by side, each call made in one of
-  them): 6 events per call (span, ``llm.request``, ``http.request``,
+- ``recording_fsync`` / ``recording_batch`` / ``recording_none``: inside ``al.recording(...)``
+  (durability ``fsync``, the default; ``batch``, fsynced by a thread every 50 ms; and
+  ``none``; three recordings open side by side, each call made in one of them): 6 events per call (span, ``llm.request``, ``http.request``,
   ``http.response``, ``llm.response`` priced, span end, written in two batches: the request
   side before the request goes out, the answer side when it is in; with ``fsync`` one fsync
   covers both, made with the answer); the request and response
@@ -302,6 +302,7 @@ def http_calls(*, quick: bool = False) -> dict[str, Any]:
     with served() as (server, tmp, client):
         store = al.Store(tmp)
         with al.recording(store=store, name="bench fsync", durability="fsync") as fsync, \
+                al.recording(store=store, name="bench batch", durability="batch") as batch, \
                 al.recording(store=store, name="bench none", durability="none") as none:
 
             @contextmanager
@@ -314,11 +315,12 @@ def http_calls(*, quick: bool = False) -> dict[str, Any]:
 
             rows = _interleaved(client, n, {"unpatched": unpatched, "passthrough": passthrough,
                                             "recording_fsync": lambda: activate(fsync),
+                                            "recording_batch": lambda: activate(batch),
                                             "recording_none": lambda: activate(none)})
         assert len(store.run(none.run_id)) == 6 * n + 2, "every recorded call is in the run"
         for name, (wall, cpu) in rows.items():
             out[f"{name}_us"], out[f"{name}_cpu_us"] = round(wall), round(cpu)
-        for durability in ("fsync", "none"):
+        for durability in ("fsync", "batch", "none"):
             out[f"recording_{durability}_over_unpatched_us"] = out[f"recording_{durability}_us"] - out["unpatched_us"]
             out[f"recording_{durability}_cpu_over_unpatched_us"] = (out[f"recording_{durability}_cpu_us"]
                                                                     - out["unpatched_cpu_us"])
