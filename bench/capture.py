@@ -22,7 +22,9 @@ on the shared machine falls on every row alike):
 
 Each row by the wall clock and by this process's CPU time per call (``*_cpu_us``: medians;
 the server's thread is in the process, the same on every row), the figure a loaded machine
-disturbs less;
+disturbs less. Each recording is closed alone after the calls and its close timed (the seal of
+its run, ``*_close_ms``); ``*_with_close_us`` adds its share per call to the row's wall figure,
+and the 1 ms targets read those;
 - ``replay``: ``al.replay`` (strict) of a recorded agent of 1,000 model calls (20 with
   ``--quick``), per call, fresh-run timing (the whole public call, reading the run included),
   against the same program's live run unrecorded, per call, by the wall clock and in CPU time.
@@ -228,6 +230,35 @@ def unpatched() -> Iterator[None]:
 
 
 @contextmanager
+def _side_by_side(store: Any, durabilities: dict[str, str]) -> Iterator[tuple[dict[str, Any], dict[str, float]]]:
+    """``al.recording`` of each durability, open side by side (row name -> recorder), and, once
+    the block is left, the wall seconds each one's close took (row name -> seconds: the seal
+    of its run into a segment, which the calls it recorded share)."""
+    import agentlog as al
+
+    opened = {row: al.recording(store=store, name=f"bench {row}", durability=durability)
+              for row, durability in durabilities.items()}
+    recorders = {row: recording.__enter__() for row, recording in opened.items()}
+    closes: dict[str, float] = {}
+    try:
+        yield recorders, closes
+    finally:
+        for row, recording in reversed(opened.items()):  # each activated the next: last in, first out
+            t0 = time.perf_counter()
+            recording.__exit__(None, None, None)
+            closes[row] = time.perf_counter() - t0
+
+
+def _with_close(out: dict[str, Any], closes: dict[str, float], n: int, baseline: str) -> None:
+    """Each recorded row's close, and its figure over ``baseline`` with the close's share per
+    call added (``*_with_close_us``: what a call costs once its run is sealed)."""
+    for row, seconds in closes.items():
+        out[f"{row}_close_ms"] = round(seconds * 1e3, 1)
+        out[f"{row}_over_{baseline}_with_close_us"] = round(
+            out[f"{row}_over_{baseline}_us"] + seconds / n * 1e6)
+
+
+@contextmanager
 def _outside() -> Iterator[None]:
     """No recording active in this context, as before any ``al.recording`` (the bench's are
     open side by side, the last one entered active)."""
@@ -256,12 +287,11 @@ def _instrumented(client: Any, store: Any, n: int) -> dict[str, Any]:
         assert done.instrumented == ["openai"], done
         for _ in range(10):  # warm: the instrumentor's first span
             _call(client)
-        with al.recording(store=store, name="bench instrumented fsync", durability="fsync") as fsync, \
-                al.recording(store=store, name="bench instrumented none", durability="none") as none:
-            rows = _interleaved(client, n, {"instrumented": _outside,
-                                            "instrumented_recording_fsync": lambda: activate(fsync),
-                                            "instrumented_recording_none": lambda: activate(none)})
-    recorded = store.run(none.run_id)
+        rows_of = {"instrumented_recording_fsync": "fsync", "instrumented_recording_none": "none"}
+        with _side_by_side(store, rows_of) as (recs, closes):
+            rows = _interleaved(client, n, {"instrumented": _outside, **{
+                row: lambda rec=rec: activate(rec) for row, rec in recs.items()}})
+    recorded = store.run(recs["instrumented_recording_none"].run_id)
     assert len(recorded.llm_calls()) == n, "one model call is one row: the span joined the exchange"
     out: dict[str, Any] = {"instrumented_events_per_call": round((len(recorded) - 2) / n, 2)}
     for name, (wall, cpu) in rows.items():
@@ -270,6 +300,7 @@ def _instrumented(client: Any, store: Any, n: int) -> dict[str, Any]:
         row = f"instrumented_recording_{durability}"
         out[f"{row}_over_instrumented_us"] = out[f"{row}_us"] - out["instrumented_us"]
         out[f"{row}_cpu_over_instrumented_us"] = out[f"{row}_cpu_us"] - out["instrumented_cpu_us"]
+    _with_close(out, closes, n, "instrumented")
     return out
 
 
@@ -301,9 +332,9 @@ def http_calls(*, quick: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {"calls_per_row": n}
     with served() as (server, tmp, client):
         store = al.Store(tmp)
-        with al.recording(store=store, name="bench fsync", durability="fsync") as fsync, \
-                al.recording(store=store, name="bench batch", durability="batch") as batch, \
-                al.recording(store=store, name="bench none", durability="none") as none:
+        rows_of = {f"recording_{d}": d for d in ("fsync", "batch", "none")}
+        with _side_by_side(store, rows_of) as (recs, closes):
+            none = recs["recording_none"]
 
             @contextmanager
             def passthrough() -> Iterator[None]:  # patched, and the recorder active captures nothing
@@ -313,10 +344,8 @@ def http_calls(*, quick: bool = False) -> dict[str, Any]:
                 finally:
                     none.capture_http = True
 
-            rows = _interleaved(client, n, {"unpatched": unpatched, "passthrough": passthrough,
-                                            "recording_fsync": lambda: activate(fsync),
-                                            "recording_batch": lambda: activate(batch),
-                                            "recording_none": lambda: activate(none)})
+            rows = _interleaved(client, n, {"unpatched": unpatched, "passthrough": passthrough, **{
+                row: lambda rec=rec: activate(rec) for row, rec in recs.items()}})
         assert len(store.run(none.run_id)) == 6 * n + 2, "every recorded call is in the run"
         for name, (wall, cpu) in rows.items():
             out[f"{name}_us"], out[f"{name}_cpu_us"] = round(wall), round(cpu)
@@ -326,6 +355,7 @@ def http_calls(*, quick: bool = False) -> dict[str, Any]:
                                                                     - out["unpatched_cpu_us"])
             out[f"recording_{durability}_ratio"] = round(out[f"recording_{durability}_us"] / out["unpatched_us"], 2)
         out["passthrough_over_unpatched_us"] = out["passthrough_us"] - out["unpatched_us"]
+        _with_close(out, closes, n, "unpatched")
         out.update(_instrumented(client, store, n))
 
         def program(rec: Any) -> None:
@@ -351,14 +381,14 @@ def http_calls(*, quick: bool = False) -> dict[str, Any]:
                    replay_over_live_cpu_ratio=round(replay_cpu / live_cpu, 2))
     for key in ("unpatched_us", "passthrough_us", "recording_fsync_us", "recording_none_us", "replay_us_per_call"):
         log(f"{key}: {out[key]:,} µs")
-    out["target_recording_le_1ms_over"] = out["recording_none_over_unpatched_us"] <= 1000
+    out["target_recording_le_1ms_over"] = out["recording_none_over_unpatched_with_close_us"] <= 1000
     out["target_recording_le_1ms_over_cpu"] = out["recording_none_cpu_over_unpatched_us"] <= 1000
     # the same target with the default durability (fsync), as a user who changes nothing records
-    out["target_recording_fsync_le_1ms_over"] = out["recording_fsync_over_unpatched_us"] <= 1000
+    out["target_recording_fsync_le_1ms_over"] = out["recording_fsync_over_unpatched_with_close_us"] <= 1000
     out["target_recording_fsync_le_1ms_over_cpu"] = out["recording_fsync_cpu_over_unpatched_us"] <= 1000
     # transport + span processor: an instrumented client's call, recorded, over the same unrecorded
-    out["target_instrumented_fsync_le_1ms_over"] = out["instrumented_recording_fsync_over_instrumented_us"] <= 1000
-    out["target_instrumented_none_le_1ms_over"] = out["instrumented_recording_none_over_instrumented_us"] <= 1000
+    out["target_instrumented_fsync_le_1ms_over"] = out["instrumented_recording_fsync_over_instrumented_with_close_us"] <= 1000
+    out["target_instrumented_none_le_1ms_over"] = out["instrumented_recording_none_over_instrumented_with_close_us"] <= 1000
     out["load_average_1min"] = round(os.getloadavg()[0], 2)
     return out
 

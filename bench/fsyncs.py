@@ -10,7 +10,9 @@ call, made here by writing every batch with ``sync=True``), and against ``durabi
 (``bench/capture.py``'s loopback server and the real ``openai`` SDK; three recordings open side
 by side in one store). Timed call: ``client.chat.completions.create(...)``, by the wall clock
 and in this process's CPU time (an fsync's kernel time counts); medians of ``calls`` calls per
-row, each row over the same call with httpx unpatched. One JSON line on stdout.
+row, each row over the same call with httpx unpatched. The recordings' closes (their seals)
+are not timed here: they are alike on every row, and ``bench/capture.py`` adds them. One JSON
+line on stdout.
 """
 
 from __future__ import annotations
