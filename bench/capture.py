@@ -124,7 +124,7 @@ class _CountingSink:
         self.next_seq += 1
         return Event(seq=self.next_seq - 1, type=getattr(type, "TYPE", type), payload=payload or {})
 
-    def emit_many(self, items: Any, *, hold: bool = False) -> list[Any]:
+    def emit_many(self, items: Any, *, hold: bool = False, sync: bool = True) -> list[Any]:
         return [self.emit(item.body) for item in items]
 
     def flush(self) -> None:

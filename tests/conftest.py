@@ -28,6 +28,16 @@ def fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 @pytest.fixture
+def no_background_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No write or fsync by the writers' background thread (``HOLD_MS`` after lines were held
+    or written unsynced): what a test counts or checks before then cannot be changed by it on
+    a loaded machine. The tests of that thread do not use this."""
+    from agentlog.store import writer
+
+    monkeypatch.setattr(writer._FLUSHER, "due", lambda w: None)
+
+
+@pytest.fixture
 def instrumented() -> Iterator[Any]:
     """al.instrument() with the OpenAI and Agents SDK instrumentors, off after the test."""
     import agentlog as al

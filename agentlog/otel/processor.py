@@ -8,13 +8,19 @@ When a span starts inside ``with al.recording(...)`` (or ``al.record``, ``al.are
 
 **When the events reach the disk.** The events of spans under a root span (one with no span
 of the same recording open above it) are held in memory and written, in seq order, in one WAL
-write with the run's durability: when the root span ends, when the recorder writes an event
-of its own, when the recording closes, and otherwise by the writer's thread at most
+write: when the root span ends, when the recorder writes an event of its own, when the
+recording closes, and otherwise by the writer's thread at most
 :data:`~agentlog.store.writer.HOLD_MS` (50 ms) after the first of them was held. So a reader
 (the live tail, another process) sees a long-running agent's spans within ~50 ms, and a trace
-of many spans costs one WAL write (one fsync under ``durability="fsync"``) instead of two per
-span. Until they are written, held events are not acknowledged: a crash loses them, and
-nothing written before. What each span becomes is the OTLP import's mapping
+of many spans costs one WAL write instead of two per span. Under ``durability="fsync"`` that
+write makes no fsync of its own (``emit_many(..., sync=False)``): the next write that syncs
+(the recorder's own next event, a model call's answer), a flush or the close fsyncs it, and
+otherwise the writer's thread, at most 50 ms later. A span is what a framework saw, not an
+effect the program was told of, so the processor does not make the agent wait for the disk:
+an instrumented model call costs the one fsync of its answer, not two. Until they are
+written, held events are not acknowledged: a crash loses them, and nothing written before; a
+power loss can lose the last 50 ms of spans written to the OS, never an event the recorder
+acknowledged. What each span becomes is the OTLP import's mapping
 (:mod:`agentlog.interop.spanmap`), with two differences that keep a recording replayable:
 the OpenTelemetry ids (random on every run) are not in the payload, and ``duration_ms`` is
 not taken from the span's clock (the events' ``ts`` say when each side happened).
@@ -368,7 +374,7 @@ class SpanProcessor(_SDKSpanProcessor):
         local.writing = True
         try:
             if rec is None:  # typed bodies only
-                return sink.emit_many(items, hold=hold)  # type: ignore[arg-type]
+                return sink.emit_many(items, hold=hold, sync=False)  # type: ignore[arg-type]
             return _write(rec, sink, items, hold=hold)
         finally:
             local.writing = False
@@ -460,7 +466,7 @@ def _write(rec: Recorder, sink: Sink, items: Sequence[Emit | _Raw], *, hold: boo
             batch.append(item)
             continue
         if batch:
-            events.extend(emit_many(batch, hold=True))  # type: ignore[misc]
+            events.extend(emit_many(batch, hold=True, sync=False))  # type: ignore[misc]
             batch = []
         if isinstance(item, Emit):
             events.append(rec.emit(item.body, actor=item.actor, caused_by=item.caused_by, span_id=item.span_id))
@@ -470,7 +476,7 @@ def _write(rec: Recorder, sink: Sink, items: Sequence[Emit | _Raw], *, hold: boo
                                    **dict(out.columns)))
     if batch:
         assert emit_many is not None
-        events.extend(emit_many(batch, hold=hold))
+        events.extend(emit_many(batch, hold=hold, sync=False))
     elif not hold:
         flush = getattr(sink, "flush", None)
         if flush is not None:

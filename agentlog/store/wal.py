@@ -55,8 +55,9 @@ class Durability(enum.StrEnum):
 
     FSYNC = "fsync"
     """Each WAL line is written and fsynced before ``emit`` returns (the default); a batch
-    written with ``emit_many(..., sync=False)`` (a model call's request) is fsynced by the next
-    write that syncs (its answer)."""
+    written with ``emit_many(..., sync=False)`` (a model call's request, the live span
+    processor's spans) is fsynced by the next write that syncs (the call's answer), and
+    otherwise by the writer's thread at most ``HOLD_MS`` (50 ms) after it was written."""
     BATCH = "batch"
     """Group commit: fsync every N events or T ms, and on flush, seal and close."""
     NONE = "none"

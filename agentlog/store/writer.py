@@ -82,7 +82,9 @@ class _Staged(NamedTuple):
 
 class _Flusher:
     """One daemon thread that writes the lines writers hold, at most :data:`HOLD_MS` after the
-    first of them was held (it sleeps while no writer holds any)."""
+    first of them was held, and (``durability="fsync"``) fsyncs the lines written with
+    ``sync=False`` that no later write fsynced, at most :data:`HOLD_MS` after the first of them
+    (it sleeps while no writer has any)."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
@@ -90,7 +92,8 @@ class _Flusher:
         self._thread: threading.Thread | None = None
 
     def due(self, writer: RunWriter) -> None:
-        """``writer`` just held a line after holding none: write it within :data:`HOLD_MS`."""
+        """``writer`` just held a line, or wrote one unsynced, after having none: write (and
+        fsync) it within :data:`HOLD_MS`."""
         with self._cond:
             writer._flushing = True
             if writer in self._writers:
@@ -113,10 +116,10 @@ class _Flusher:
                 self._writers.clear()
             for writer in writers:
                 # Cleared before the writer's lock is taken: a line held from now on either
-                # registers the writer again or is written by this write_held.
+                # registers the writer again or is written by this _write_due.
                 writer._flushing = False
                 try:
-                    writer.write_held()
+                    writer._write_due()
                 except OSError:  # the lines stay held: the next append or close writes them, or raises
                     pass
 
@@ -533,6 +536,8 @@ class RunWriter:
         else:
             self._wal.append(b"".join(self._held) + lines if self._held else lines, sync=sync)
             self._held = []
+            if not sync and not self._flushing and self._wal.durability is Durability.FSYNC:
+                _FLUSHER.due(self)  # fsynced by the next write that syncs, or within HOLD_MS
         if len(staged) == 1:
             self._rows.append(staged[0].row)
         else:
@@ -557,6 +562,18 @@ class RunWriter:
             if self._held and not self._closed:
                 self._wal.append(b"".join(self._held))
                 self._held = []
+
+    def _write_due(self) -> None:
+        """The background thread's round (:data:`HOLD_MS` after this writer was due): write
+        the held lines; with ``durability="fsync"``, fsync the lines written with
+        ``sync=False`` that no write has fsynced since (one fsync covers both)."""
+        with self._mutex:
+            if self._closed:
+                return
+            if self._held:
+                self.write_held()
+            elif self._wal.durability is Durability.FSYNC:
+                self._wal.commit()
 
     def put_blob(self, data: bytes | str, media_type: str | None = None) -> BlobRef:
         """Store bytes or text as a blob of this store and return its :class:`BlobRef`.

@@ -183,6 +183,7 @@ def test_a_batch_the_writer_refuses_is_written_as_one_at_a_time_would_be(store: 
     assert [e.payload.get("text") for e in store.run("r").iter_events()] == ["a", "b", "c", "d"]
 
 
+@pytest.mark.usefixtures("no_background_write")  # fsyncs counted exactly
 def test_a_model_call_costs_one_fsync_and_a_tool_call_two(store: Any, fsyncs: list[int]) -> None:
     """With the default durability, ``rec.llm`` writes its span and request before the model
     is asked (a reader sees them) and fsyncs them with the answer; ``rec.tool``'s call is on

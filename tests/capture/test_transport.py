@@ -147,6 +147,7 @@ def test_without_a_recorder_the_transport_says_what_to_do() -> None:
         httpx.Client(transport=al.transport.RecordingTransport()).get("https://example.test/")
 
 
+@pytest.mark.usefixtures("no_background_write")  # fsyncs counted exactly
 @pytest.mark.parametrize("model_call", [True, False])
 def test_a_model_call_costs_one_fsync_and_other_http_two(store: Any, fsyncs: list[int], model_call: bool) -> None:
     """With the default durability a request's events reach the WAL before the request goes

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from _endpoint import MODEL, USAGE, async_openai_client, openai_client
 
 import agentlog as al
@@ -331,12 +332,10 @@ def test_a_tool_traced_by_a_framework_and_recorded_by_al_tool_is_one_row(instrum
     assert span.call_seqs == []
 
 
-def test_force_flush_writes_the_held_spans(store: Any, monkeypatch: Any) -> None:
+@pytest.mark.usefixtures("no_background_write")
+def test_force_flush_writes_the_held_spans(store: Any) -> None:
     from opentelemetry.sdk.trace import TracerProvider
 
-    from agentlog.store import writer
-
-    monkeypatch.setattr(writer._FLUSHER, "due", lambda w: None)  # no background write in this test
     provider = TracerProvider()
     provider.add_span_processor(al.otel.SpanProcessor())
     tracer = provider.get_tracer("flush")
@@ -378,3 +377,54 @@ def test_a_live_span_keeps_the_redaction_and_blobs_of_every_event(store: Any) ->
     assert failed.payload["error"].text() == long_error
     stored = "".join(json.dumps(e.payload, default=repr) for e in run.iter_events())
     assert "SECRET" not in stored and long_text not in stored
+
+
+@pytest.mark.usefixtures("no_background_write")  # fsyncs counted exactly
+def test_an_instrumented_model_call_costs_one_fsync(instrumented: Any, store: Any, fsyncs: list[int]) -> None:
+    """With the default durability an instrumented model call makes the one fsync of its
+    answer: the instrumentor's span (a root span) is written when it ends, to the OS (a reader
+    sees it at once), and fsynced by the next write that syncs, not on its own."""
+    import httpx
+    import openai
+    from _endpoint import chat
+
+    def on_disk(run_id: str) -> list[str]:
+        return [e.type for e in al.Store(store.path).run(run_id).iter_events()]  # another reader
+
+    with al.recording(store=store, name="instrumented") as rec:
+        client = openai.OpenAI(api_key="test", base_url="http://llm.test/v1",
+                               http_client=al.transport.client(rec, transport=httpx.MockTransport(chat)))
+        fd = rec._sink.writer._wal._fd
+        fsyncs.clear()
+        client.chat.completions.create(model=MODEL, messages=QUESTION)
+        one = fsyncs.count(fd)
+        assert on_disk(rec.run_id)[-1] == "span.ended"  # the span's end, written at once
+        client.chat.completions.create(model=MODEL, messages=QUESTION)
+        two = fsyncs.count(fd)
+        assert instrumented.processor.force_flush()  # the second span's end: fsynced now
+        flushed = fsyncs.count(fd)
+    assert (one, two, flushed) == (1, 2, 3)
+    run = store.run(rec.run_id)
+    assert run.verify().ok and len(run.llm_calls()) == 2
+
+
+def test_spans_written_unsynced_are_fsynced_by_the_writers_thread(store: Any, fsyncs: list[int]) -> None:
+    """A root span's end, written with no fsync, is fsynced by the writer's thread
+    (``HOLD_MS`` later) when nothing else syncs the run."""
+    import time
+
+    from opentelemetry.sdk.trace import TracerProvider
+
+    provider = TracerProvider()
+    provider.add_span_processor(al.otel.SpanProcessor())
+    with al.recording(store=store, name="unsynced") as rec:
+        fd = rec._sink.writer._wal._fd
+        fsyncs.clear()
+        with provider.get_tracer("unsynced").start_as_current_span("step"):
+            pass
+        deadline = time.monotonic() + 30
+        while fsyncs.count(fd) < 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert fsyncs.count(fd) == 1
+        assert provider.force_flush()
+        assert fsyncs.count(fd) == 1  # nothing left unsynced

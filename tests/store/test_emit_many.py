@@ -88,12 +88,8 @@ def test_a_refused_event_writes_nothing_of_its_batch(store: Store) -> None:
     assert [e.payload["text"] for e in store.run("r").iter_events()] == ["before", "after"]
 
 
-def test_held_lines_are_written_in_order_by_the_next_write(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentlog.store import writer as writer_module
-
-    # No background write HOLD_MS later (its own test is below): on a loaded machine it could
-    # come before the check that nothing held is on disk yet.
-    monkeypatch.setattr(writer_module._FLUSHER, "due", lambda writer: None)
+@pytest.mark.usefixtures("no_background_write")  # its own test is below
+def test_held_lines_are_written_in_order_by_the_next_write(store: Store) -> None:
     w = store.create_run(run_id="r", durability="fsync")
     held = w.emit_many([Emit(_note("held 1")), Emit(_note("held 2"))], hold=True)
     assert [e.seq for e in held] == [0, 1] and w.seq == 2

@@ -84,6 +84,7 @@ def test_fsync_mode_syncs_every_line(store: Store, fsyncs: list[int]) -> None:
     w.close()
 
 
+@pytest.mark.usefixtures("no_background_write")  # fsyncs counted exactly
 @pytest.mark.parametrize("end", ["synced append", "flush", "close"])
 def test_an_unsynced_batch_is_written_at_once_and_fsynced_by_the_next_sync(
         store: Store, fsyncs: list[int], end: str) -> None:
@@ -105,6 +106,23 @@ def test_an_unsynced_batch_is_written_at_once_and_fsynced_by_the_next_sync(
     else:
         w.flush()
     assert synced == [fd]
+    w.close()
+
+
+def test_an_unsynced_batch_no_write_syncs_is_fsynced_within_hold_ms(store: Store, fsyncs: list[int]) -> None:
+    """When no later write syncs them, the writer's thread fsyncs the lines written with
+    ``sync=False`` (``HOLD_MS`` after the first of them), once."""
+    w = store.create_run(run_id="later")
+    fd = w._wal._fd
+    fsyncs.clear()
+    w.emit_many([Emit(Note(extra={"text": "asked"}))], sync=False)
+    w.emit_many([Emit(Note(extra={"text": "asked again"}))], sync=False)
+    deadline = time.monotonic() + 30
+    while fsyncs.count(fd) < 1 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert fsyncs.count(fd) == 1
+    w.flush()
+    assert fsyncs.count(fd) == 1  # nothing left unsynced
     w.close()
 
 
