@@ -43,8 +43,9 @@ and ``llm``, a model-call root span with the GenAI attributes an instrumentor se
 Every row's time runs until the spans' events are written with the row's durability (the
 recording's close included).
 
-Rows: the recording as ``al.recording`` makes it (``durability="fsync"``: every event is on
-disk before the span goes on); the same writer with ``durability="none"`` (the operating
+Rows: the recording as ``al.recording`` makes it (``durability="fsync"``: a root span's events
+are written when it ends, with no fsync of their own: the writer's thread fsyncs them within
+50 ms, and the close, which the time includes, fsyncs the rest); the same writer with ``durability="none"`` (the operating
 system left to write); and a recorder whose sink keeps nothing (``nothing``: the processor's
 own cost, mapping the span to its events, without the store's append). Medians of the trials; a
 fresh process. Each part is a function returning its figures, and ``main`` prints them as one
