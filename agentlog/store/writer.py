@@ -317,8 +317,10 @@ class RunWriter:
             sync: with ``durability="fsync"``, ``False`` writes the lines to the OS now (a
                 reader sees them, a process crash keeps them) and leaves their fsync to the
                 next write that syncs, :meth:`flush` or :meth:`close`: one fsync then covers
-                both. The transport writes a model call's request this way, so the call
-                costs one fsync, made when its answer is written.
+                both; if none comes, a background thread fsyncs them at most
+                :data:`HOLD_MS` ms after they were written. The transport writes a model
+                call's request this way, so the call costs one fsync, made when its answer
+                is written; the live span processor writes its spans this way.
 
         Returns:
             The stored events, in order.
