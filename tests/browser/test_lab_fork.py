@@ -101,6 +101,12 @@ def test_fork_from_the_panel_in_jupyterlab(lab: Callable[[str], str], page: Any,
     page.evaluate("() => document.querySelector('.agentlog-fork-result .al-dv-divergence')"
                   ".scrollIntoView({block: 'center'})")
     page.screenshot(path=shots / "lab_03_forked.png")
+    # every label of the facts grids fits its column (a long one, "total incl. inherited
+    # prefix", once ran into its value)
+    overflowing = page.evaluate("() => [...document.querySelectorAll('.al-grid dt')]"
+                                ".filter(dt => dt.offsetParent !== null && dt.scrollWidth > dt.clientWidth + 1)"
+                                ".map(dt => dt.textContent)")
+    assert overflowing == []
 
     after = set(al.Store(store_copy).list_runs())
     assert len(after - before) == 2  # the fork made in code and the one made with the button
