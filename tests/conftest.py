@@ -18,12 +18,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture
 def fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The file descriptors the WAL fsyncs, in order, from now on (each fsync still made)."""
+    """The file descriptors the WAL fsyncs, in order, from now on (each fsync still made):
+    ``os.fsync`` and ``os.fdatasync`` alike (a durable WAL commits its lines with the latter)."""
     from agentlog.store import wal as wal_module
 
     synced: list[int] = []
-    real = wal_module.os.fsync
-    monkeypatch.setattr(wal_module.os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    for name in ("fsync", "fdatasync"):
+        real = getattr(wal_module.os, name)
+        monkeypatch.setattr(wal_module.os, name, lambda fd, real=real: (synced.append(fd), real(fd))[1])
     return synced
 
 

@@ -30,7 +30,7 @@ from .segments import (
     read_segment,
     rows_to_table,
 )
-from .wal import WAL_NAME, WalScan, last_row_checks, scan_wal
+from .wal import WAL_NAME, WalScan, last_row_checks, scan_wal, unpadded
 
 __all__ = ["Segment", "SegmentCache", "Snapshot", "load_snapshot"]
 
@@ -314,7 +314,7 @@ def load_snapshot(run_dir: Path, *, start: int, prev: str, cache: SegmentCache,
     for _ in range(_ATTEMPTS):
         before = list_segments(run_dir, fs)
         try:
-            data = fs.read_bytes(wal_path)
+            data = unpadded(fs.read_bytes(wal_path))  # an open writer's zeros are not lines
         except FileNotFoundError:
             data = b""
         if fs.remote:  # pushed runs hold sealed segments only: nothing seals under a reader

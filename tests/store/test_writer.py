@@ -15,6 +15,7 @@ from agentlog.chain import GENESIS
 from agentlog.errors import RunClosedError, RunExistsError, RunLockedError
 from agentlog.events import Note
 from agentlog.store import Durability, Store
+from agentlog.store.wal import unpadded
 from agentlog.store.writer import Emit
 
 
@@ -186,7 +187,7 @@ def test_seals_every_segment_events_and_on_close(store: Store) -> None:
         w.emit("note", {"i": i})
     assert sorted(p.name for p in run_dir.glob("events-*")) == [
         "events-000000000000.parquet", "events-000000000003.parquet"]
-    assert len((run_dir / "wal.jsonl").read_bytes().splitlines()) == 1
+    assert len(unpadded((run_dir / "wal.jsonl").read_bytes()).splitlines()) == 1
     w.close()
     assert sorted(p.name for p in run_dir.iterdir()) == [
         ".lock", "events-000000000000.parquet", "events-000000000003.parquet",
