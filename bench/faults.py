@@ -8,7 +8,7 @@ blobs) and prints each acknowledged seq and hash; the parent kills it, at a rand
 paused at a step of a seal, counts the temp files the kill left, and checks that every
 acknowledged event is on disk with its hash and that the run verifies. The next child reopens
 the run (recovering what the crash left) and goes on. Every ninth kill is followed by a
-simulated torn write. Prints progress on stderr and a JSON line with the figures.
+simulated torn write (the start of a line written where the next line would go). Prints progress on stderr and a JSON line with the figures.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import logger
 
 from agentlog.store import Store, TornWALWarning
+from agentlog.store.wal import unpadded
 
 log = logger("faults")
 
@@ -101,8 +102,7 @@ def main() -> None:
             proc.wait()
             temp_seen += temp_files(store.path)
             if k % 9 == 4:  # as if the kill had cut a write short
-                with open(wal, "ab") as f:
-                    f.write(b'{"hash":"' + b"0" * 64 + b'","event":{"actor":null,"cach')
+                tear(wal, b'{"hash":"' + b"0" * 64 + b'","event":{"actor":null,"cach')
                 tears += 1
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TornWALWarning)
@@ -128,6 +128,15 @@ def main() -> None:
                   "temp_files_seen_after_kills": temp_seen, "temp_files_left_at_end": temp_files(store.path),
                   "final_verify_ok": run.verify().ok, "status": run.status}
     print(json.dumps(result))
+
+
+def tear(wal: Path, start: bytes) -> None:
+    """Write the start of a line where the writer's next line would go: over the zeros a
+    durable writer keeps ahead of its lines (see ``agentlog.store.wal``), or at the end."""
+    data = wal.read_bytes() if wal.exists() else b""
+    with open(wal, "r+b" if data else "ab") as f:
+        f.seek(len(unpadded(data)))
+        f.write(start)
 
 
 def ack(line: bytes, acked: dict[int, str]) -> None:
