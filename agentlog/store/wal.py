@@ -14,11 +14,12 @@ zero bytes: the writer extends the file with zeros (and fsyncs its new size) ahe
 lines, then writes each line over them, so a line's fsync is an ``fdatasync`` that commits no
 file-system metadata (about half the cost of an fsync that grows the file). JSON text has no
 NUL byte, so the first NUL is where the lines end: :func:`unpadded` cuts a trailing run of
-zeros off. A run of zeros that ends on a page boundary (a multiple of 4,096 bytes) with bytes
-after it is the gap a power loss leaves when it keeps a page of unsynced lines but not the one
-before it: the line the gap starts in and everything after it is the torn tail. Any other
-NUL is garbage, as before. The file is cut back to its lines when the writer closes (a closed
-run has no WAL) or reopens it.
+zeros off. Bytes after the zeros are a torn tail, set aside like a torn last line: when the
+zeros start where a line ended (a stray write over the zeros), or end on a page boundary (a
+multiple of 4,096 bytes: the gap a power loss leaves when it keeps a page of unsynced lines
+but not the one before it; the line the gap starts in is torn too). Any other NUL is garbage,
+as before. The file is cut back to its lines when the writer closes (a closed run has no WAL)
+or reopens it.
 """
 
 from __future__ import annotations
@@ -231,11 +232,14 @@ def unpadded(data: bytes) -> bytes:
 
 
 def _lines_end(data: bytes) -> tuple[int, bool]:
-    """Where the lines of ``data`` end, and whether a power loss's gap follows them.
+    """Where the lines of ``data`` end, and whether a torn tail follows them.
 
-    The first run of zeros ends them if it runs to the end (zeros a writer had not written
-    over yet) or ends on a page boundary with bytes after it (a gap: the line it starts in is
-    torn, and so is everything after it). Any other NUL is inside the lines (garbage).
+    The first run of zeros ends the lines when it runs to the end of the file (the zeros a
+    writer had not written over yet), when it starts where a line ended (what follows it is
+    no line of the writer's: the residue of a torn write, or damage to its zeros), or when it
+    ends on a page boundary with bytes after it (the gap a power loss leaves when it keeps a
+    later page but not the one before). In the last two cases the line the zeros start in,
+    and all after it, is the torn tail. Any other NUL is garbage inside the lines.
     """
     nul = data.find(0)
     if nul < 0:
@@ -243,8 +247,9 @@ def _lines_end(data: bytes) -> tuple[int, bool]:
     after = _NOT_NUL.search(data, nul)
     if after is None:
         return nul, False
-    if after.start() % _PAGE == 0:
-        return data.rfind(b"\n", 0, nul) + 1, True
+    start = data.rfind(b"\n", 0, nul) + 1
+    if start == nul or after.start() % _PAGE == 0:
+        return start, True
     return len(data), False
 
 

@@ -115,8 +115,9 @@ def _clock(start: float) -> Callable[[], float]:
 
 
 def build_store(root: Path) -> al.Store:
-    """Three runs: ``open`` (3 segments and a WAL tail, its writer crashed, a blob), ``done``
-    (closed), and ``fork`` (a fork of ``done``)."""
+    """Four runs: ``open`` (3 segments and a WAL tail, its writer crashed, a blob), ``done``
+    (closed), ``fork`` (a fork of ``done``), and ``zeros`` (a WAL of 3 lines and the zeros
+    its ``durability="fsync"`` writer kept ahead of them, the writer killed)."""
     store = al.Store(root)
     w = store.create_run(run_id="open", segment_events=4, clock=_clock(1.8e9), durability="none")
     for i in range(14):
@@ -130,6 +131,12 @@ def build_store(root: Path) -> al.Store:
                     model="gpt-4o-mini", input_tokens=10, output_tokens=2, cost_usd=0.0001)
     with store.create_run(run_id="fork", fork_of=("done", 4), clock=_clock(1.8e9 + 20)) as w3:
         w3.emit("note", {"forked": True})
+    w4 = store.create_run(run_id="zeros", clock=_clock(1.8e9 + 30))  # fsync: its WAL ends in zeros
+    for i in range(3):
+        w4.emit("note", {"i": i})
+    os.close(w4._wal._fd)  # killed: the zeros it wrote its lines over stay
+    w4._wal._fd = -1
+    w4._lock.release()
     return store
 
 

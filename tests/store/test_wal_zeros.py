@@ -145,3 +145,20 @@ def test_a_wal_left_by_a_writer_that_could_not_seal_is_lines_only(store: Store) 
     w._lock.release()
     data = wal_of(store, "l").read_bytes()
     assert data == unpadded(data) and len(data.splitlines()) == 2
+
+
+def test_bytes_written_over_the_zeros_after_the_last_line_are_a_torn_tail(store: Store) -> None:
+    """A stray byte in the zeros (not on a page boundary) after whole lines: no line of the
+    writer's, so set aside as torn, and the run stays readable and writable."""
+    wal, lines = killed(store, 3)
+    stray = len(lines) + 1000 + (4096 - (len(lines) + 1000) % 4096) // 2  # mid-page
+    with open(wal, "r+b") as f:
+        f.seek(stray)
+        f.write(b"\n")
+    with pytest.warns(TornWALWarning):
+        assert len(store.run("k")) == 3
+    with pytest.warns(TornWALWarning, match=r"moved to .*wal\.torn-1"):
+        w = store.writer("k")
+    assert (wal.parent / "wal.torn-1").read_bytes() == b"\n"
+    w.close()
+    assert len(store.run("k")) == 3 and store.run("k").verify().ok
