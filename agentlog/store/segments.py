@@ -223,7 +223,7 @@ def read_footer(path: Path, fs: FileSystem = LOCAL) -> pq.FileMetaData:
     try:
         meta = pq.read_metadata(path if fs.arrow is None else str(path), filesystem=fs.arrow)
         schema = meta.schema.to_arrow_schema()
-    except (pa.ArrowException, OSError) as exc:
+    except (pa.ArrowException, OSError, ValueError) as exc:  # UnicodeDecodeError: a damaged name
         raise CorruptSegmentError(str(path), f"cannot read the Parquet file ({exc})") from None
     _check_schema(schema, path)
     return meta

@@ -165,6 +165,21 @@ def test_truncated_segment(store: Store) -> None:
     assert report.problems[0].kind == "unreadable" and report.first_bad_seq == 4
 
 
+def test_a_segment_whose_footer_names_a_column_in_bad_utf8_is_unreadable_not_a_crash(store: Store) -> None:
+    """Found by ``bench/fuzz.py``: pyarrow reads such a footer with a UnicodeDecodeError, which
+    the footer-only read (the store's open) let through."""
+    make_run(store, 10, run_id="u", segment_events=4)
+    seg = store.runs_path / "run_id=u" / "events-000000000004.parquet"
+    data = seg.read_bytes()
+    at = data.find(b"span_id")  # the column's name in the footer's schema
+    seg.write_bytes(data[:at] + b"\xe3" + data[at + 1:])
+    with pytest.raises(CorruptSegmentError, match="cannot read the Parquet file") as info:
+        len(store.run("u"))
+    assert info.value.path == str(seg)
+    reports = store.verify(progress=False)  # the whole store's check, which raised before
+    assert reports["u"].problems[0].kind == "unreadable" and reports["u"].first_bad_seq == 4
+
+
 def _set_segment_version(path: Path, version: str) -> None:
     table = pq.read_table(path)
     meta = dict(table.schema.metadata)
