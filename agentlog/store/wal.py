@@ -257,13 +257,15 @@ def scan_wal(data: bytes, path: str, *, strict: bool = True) -> WalScan:
     """Parse the lines of a WAL.
 
     Args:
-        data: the file's bytes, read at once (a consistent snapshot), :func:`unpadded`.
+        data: the file's bytes, read at once (a consistent snapshot); zeros at the end are a
+            writer's, ahead of its lines (see the module docstring).
         path: the file's name, for messages.
         strict: raise on garbage in the middle; otherwise list it in ``bad`` (for verify).
 
     Raises:
-        CorruptWALError: a line that is not the last one is not a well-formed WAL line (the
-            line a power loss's gap starts in is not garbage: the torn tail starts there).
+        CorruptWALError: a line that is not the last one is not a well-formed WAL line (bytes
+            after a durable writer's zeros are not garbage but a torn tail: see the module
+            docstring).
     """
     rows: list[tuple[Any, ...]] = []
     ends: list[int] = []
@@ -358,11 +360,9 @@ class WalAppender:
         if created and self._padded:
             fsync_dir(path.parent)  # fsyncing lines is no use if the file's name is lost
         self.size = self._zeroed = os.fstat(self._fd).st_size
+        if self.size:
+            self._cut_zeros()  # reopened (with any durability): the zeros its last writer left
         if self._padded:
-            if self.size:  # reopened: cut off the zeros its last writer left
-                with open(path, "rb") as f:
-                    self.size = self._zeroed = len(unpadded(f.read()))
-                os.ftruncate(self._fd, self.size)
             self._add_zeros(ZEROS)
         self._lock = threading.Lock()
         self._pending = 0
@@ -374,6 +374,17 @@ class WalAppender:
             self._thread = threading.Thread(target=self._group_commits, daemon=True,
                                             name=f"agentlog-wal-{path.parent.name}")
             self._thread.start()
+
+    def _cut_zeros(self) -> None:
+        """Cut the file back to its lines if it ends in zeros (an appender with ``none`` would
+        write after them, where a reader does not look)."""
+        with open(self.path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\0":
+                return
+            f.seek(0)
+            self.size = self._zeroed = len(unpadded(f.read()))
+        os.ftruncate(self._fd, self.size)
 
     def _open(self, path: Path, flags: int) -> int:
         # Lines are written at self.size over zeros (pwrite), or appended.

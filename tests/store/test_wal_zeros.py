@@ -162,3 +162,19 @@ def test_bytes_written_over_the_zeros_after_the_last_line_are_a_torn_tail(store:
     assert (wal.parent / "wal.torn-1").read_bytes() == b"\n"
     w.close()
     assert len(store.run("k")) == 3 and store.run("k").verify().ok
+
+
+def test_a_run_left_with_zeros_reopened_with_durability_none_appends_over_them(store: Store) -> None:
+    """An appender with ``none`` appends: it must not write after the zeros a killed durable
+    writer left, where readers would take its lines for a torn tail."""
+    wal, lines = killed(store, 2)
+    w = store.writer("k", durability="none")
+    w.emit("note", {"i": 2})
+    data = wal.read_bytes()
+    assert data == unpadded(data) and data.startswith(lines) and len(data.splitlines()) == 3
+    os.close(w._wal._fd)  # killed again
+    w._wal._fd = -1
+    w._lock.release()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TornWALWarning)
+        assert [e.payload["i"] for e in store.run("k").iter_events()] == [0, 1, 2]
