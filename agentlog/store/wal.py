@@ -339,6 +339,12 @@ def rewrite_wal(path: Path, data: bytes, start: int, end: int, *, durable: bool)
 # --- appending -------------------------------------------------------------------------------
 
 
+def _datasync(fd: int) -> None:
+    """``fdatasync``, or ``fsync`` where there is none (macOS)."""
+    getattr(os, "fdatasync", os.fsync)(fd)
+
+
+
 class WalAppender:
     """Appends lines to a WAL with the chosen durability.
 
@@ -412,7 +418,7 @@ class WalAppender:
                     while view:
                         view = view[os.write(self._fd, view):]
                 if sync and self.durability is Durability.FSYNC:
-                    os.fdatasync(self._fd)  # the file's size was fsynced with its zeros
+                    _datasync(self._fd)  # the file's size was fsynced with its zeros
             except BaseException:
                 os.ftruncate(self._fd, self.size)
                 self._zeroed = self.size
@@ -449,7 +455,7 @@ class WalAppender:
 
     def _commit_locked(self) -> None:
         if self._pending and self._fd >= 0:
-            (os.fdatasync if self._padded else os.fsync)(self._fd)
+            (_datasync if self._padded else os.fsync)(self._fd)
         self._pending = 0
 
     def _group_commits(self) -> None:
