@@ -16,8 +16,8 @@ on the shared machine falls on every row alike):
   (durability ``fsync``, the default; ``batch``, fsynced by a thread every 50 ms; and
   ``none``; three recordings open side by side, each call made in one of them): 6 events per call (span, ``llm.request``, ``http.request``,
   ``http.response``, ``llm.response`` priced, span end, written in two batches: the request
-  side before the request goes out, the answer side when it is in; with ``fsync`` one fsync
-  covers both, made with the answer); the request and response
+  side before the request goes out, the answer side when it is in; with ``fsync`` one sync
+  covers both, made with the answer: an ``fdatasync``, the WAL's lines being written over zeros); the request and response
   bodies are JSON text, kept in the events (no blob file: HTTP events version 2);
 
 Each row by the wall clock and by this process's CPU time per call (``*_cpu_us``: medians;

@@ -73,7 +73,9 @@ class Durability(enum.StrEnum):
     """Each WAL line is written and fsynced before ``emit`` returns (the default); a batch
     written with ``emit_many(..., sync=False)`` (a model call's request, the live span
     processor's spans) is fsynced by the next write that syncs (the call's answer), and
-    otherwise by the writer's thread at most ``HOLD_MS`` (50 ms) after it was written."""
+    otherwise by the writer's thread at most ``HOLD_MS`` (50 ms) after it was written. The
+    sync of lines is an ``fdatasync``: they are written over zeros whose file size is already
+    on disk (see the module docstring)."""
     BATCH = "batch"
     """Group commit: fsync every N events or T ms, and on flush, seal and close."""
     NONE = "none"
