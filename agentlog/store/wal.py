@@ -227,10 +227,8 @@ def unpadded(data: bytes) -> bytes:
     >>> unpadded(b'{"a":1}\\n' + bytes(5)), unpadded(b'x' + bytes(2) + b'y')
     (b'{"a":1}\\n', b'x\\x00\\x00y')
     """
-    end = data.find(0)
-    if end < 0 or data.count(0, end) != len(data) - end:
-        return data
-    return data[:end]
+    end, torn = _lines_end(data)
+    return data if torn else data[:end]
 
 
 def _lines_end(data: bytes) -> tuple[int, bool]:
