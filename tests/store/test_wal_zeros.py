@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _store_helpers import make_run
@@ -21,13 +22,18 @@ def wal_of(store: Store, run_id: str) -> Path:
     return store.runs_path / f"run_id={run_id}" / "wal.jsonl"
 
 
+def abandon(writer: Any) -> None:
+    """What a killed process leaves of ``writer``: its WAL as it had it (zeros included: no
+    close(), so nothing is cut or sealed), its lock released."""
+    os.close(writer._wal._fd)
+    writer._wal._fd = -1
+    writer._lock.release()
+
+
 def killed(store: Store, n: int, *, run_id: str = "k") -> tuple[Path, bytes]:
-    """A run of ``n`` events whose process died: the WAL left as the writer had it (zeros
-    included), its lock released. Returns the WAL's path and its lines."""
-    w = make_run(store, n, run_id=run_id, close=False)
-    os.close(w._wal._fd)  # no close(): nothing is cut or sealed
-    w._wal._fd = -1
-    w._lock.release()
+    """A run of ``n`` events whose process died (:func:`abandon`). Returns the WAL's path and
+    its lines."""
+    abandon(make_run(store, n, run_id=run_id, close=False))
     wal = wal_of(store, run_id)
     return wal, unpadded(wal.read_bytes())
 
@@ -172,9 +178,7 @@ def test_a_run_left_with_zeros_reopened_with_durability_none_appends_over_them(s
     w.emit("note", {"i": 2})
     data = wal.read_bytes()
     assert data == unpadded(data) and data.startswith(lines) and len(data.splitlines()) == 3
-    os.close(w._wal._fd)  # killed again
-    w._wal._fd = -1
-    w._lock.release()
+    abandon(w)  # killed again
     with warnings.catch_warnings():
         warnings.simplefilter("error", TornWALWarning)
         assert [e.payload["i"] for e in store.run("k").iter_events()] == [0, 1, 2]
