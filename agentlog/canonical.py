@@ -20,7 +20,7 @@ import orjson
 
 from .errors import CanonicalJSONError
 
-__all__ = ["canonical_json", "dumps_str", "loads", "long_int"]
+__all__ = ["canonical_json", "dumps_str", "loads", "long_int", "plain_numbers"]
 
 # The C encoder does the work; ``default`` only meets types we convert ourselves.
 _ENCODER = json.JSONEncoder(
@@ -56,6 +56,25 @@ def long_int(data: bytes) -> bool:
     (True, False)
     """
     return data.translate(_MARKS).find(_INT19) >= 0
+
+
+#: What a JSON number orjson does not write as the canonical encoder does is spelled with: a
+#: negative exponent or four zeros after the point (0 < abs(x) < 1e-4), or the standard
+#: library's NaN and Infinity literals.
+_ODD_NUMBERS = (b"e-", b"E-", b".0000", b"NaN", b"Infinity")
+
+
+def plain_numbers(data: bytes) -> bool:
+    """Whether the JSON text ``data``, read by the standard library, holds no number that
+    ``canonical_json(..., walked=True)`` would need the check walk for: no float with
+    0 < abs(x) < 1e-4 and no NaN or infinity. A string spelling one says no too (the value is
+    then written the checked way, to the same text). Integers past 64 bits and lone
+    surrogates need no look: orjson refuses them, and ``walked`` then takes the checked way.
+
+    >>> plain_numbers(b'{"temperature":0.2,"n":3}'), plain_numbers(b'{"top_p":1e-05}')
+    (True, False)
+    """
+    return not any(odd in data for odd in _ODD_NUMBERS)
 
 
 def canonical_json(value: Any, *, path: str = "$", walked: bool = False) -> str:

@@ -140,8 +140,10 @@ def _dropped(name: str, ignore: frozenset[str]) -> bool:
     return name in IGNORED_FIELDS or name in ignore or is_secret_field(name)
 
 
-def _canonical(request: Mapping[str, Any], ignore: Iterable[str] = ()) -> tuple[dict[str, Any], list[str]]:
-    """The canonical request and the sorted names of the fields that were dropped."""
+def _canonical(request: Mapping[str, Any], ignore: Iterable[str] = (),
+               plain: bool = False) -> tuple[dict[str, Any], list[str]]:
+    """The canonical request and the sorted names of the fields that were dropped (``plain``:
+    see :func:`canonical_request`)."""
     if not isinstance(request, Mapping):
         raise TypeError(f"a request must be a mapping, got {type(request).__name__}")
     ignored = frozenset(ignore)
@@ -160,7 +162,8 @@ def _canonical(request: Mapping[str, Any], ignore: Iterable[str] = ()) -> tuple[
             dropped.add(f"{where}{name}")
             return
         target = slots if name in slots else params
-        value = _plain(value)
+        if not plain:
+            value = _plain(value)
         if target.get(name) is not None and target[name] != value:
             raise CanonicalJSONError(f"request.{name}", f"given twice with different values "
                                      f"({target[name]!r} and {value!r}); keep one")
@@ -191,7 +194,8 @@ def _canonical(request: Mapping[str, Any], ignore: Iterable[str] = ()) -> tuple[
     return canonical, sorted(dropped)
 
 
-def canonical_request(request: Mapping[str, Any], *, ignore: Iterable[str] = ()) -> dict[str, Any]:
+def canonical_request(request: Mapping[str, Any], *, ignore: Iterable[str] = (),
+                      plain: bool = False) -> dict[str, Any]:
     """The one shape of a chat-style model request that its cache key is computed from.
 
     The request may be nested (``{"model", "messages", "tools", "params": {...},
@@ -208,6 +212,9 @@ def canonical_request(request: Mapping[str, Any], *, ignore: Iterable[str] = ())
         ignore: more field names to leave out (say, a per-call ``trace_id``). Like the
             built-in lists, they match names at the top level and in ``params`` only; a field
             deeper down (inside ``extra_body``) must be removed by the caller.
+        plain: the request holds JSON data only (it was parsed from JSON text): no SDK
+            object to dump, so its values are used as they are, not copied (the result then
+            shares them with ``request``).
 
     Returns:
         A new dict of plain JSON-like data with exactly the keys of :data:`REQUEST_SLOTS`.
@@ -224,7 +231,7 @@ def canonical_request(request: Mapping[str, Any], *, ignore: Iterable[str] = ())
     >>> canonical_request(nested) == canonical_request(flat)
     True
     """
-    return _canonical(request, ignore)[0]
+    return _canonical(request, ignore, plain)[0]
 
 
 def _sha256(data: bytes) -> str:
@@ -243,16 +250,19 @@ def llm_key(request: Mapping[str, Any], *, ignore: Iterable[str] = ()) -> str:
     return _sha256(canonical_json(canonical_request(request, ignore=ignore), path="request").encode())
 
 
-def canonical_llm_key(canonical: Mapping[str, Any]) -> str:
+def canonical_llm_key(canonical: Mapping[str, Any], *, walked: bool = False) -> str:
     """:func:`llm_key` of a request already in canonical form (what :func:`canonical_request`
     returned, maybe with its values redacted), without canonicalising it a second time:
     :func:`canonical_request` is idempotent, so the two keys are equal.
+
+    ``walked``: as for :func:`~agentlog.canonical.canonical_json` (the request is known to hold
+    only plain JSON values orjson writes canonically: see :func:`plain_numbers`).
 
     >>> once = canonical_request({"model": "m", "temperature": 0.2, "stream": True})
     >>> canonical_llm_key(once) == llm_key(once) == llm_key({"model": "m", "temperature": 0.2})
     True
     """
-    return _sha256(canonical_json(canonical, path="request").encode())
+    return _sha256(canonical_json(canonical, path="request", walked=walked).encode())
 
 
 def _tool_body(name: str, args: Mapping[str, Any] | None) -> dict[str, Any]:

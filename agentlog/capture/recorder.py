@@ -39,6 +39,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from .. import pricing
+from ..canonical import plain_numbers
 from ..errors import RecordError, ReplayMissError, ToolError
 from ..events import (
     ERROR,
@@ -417,14 +418,17 @@ class Recorder:
         return run(self._llm_steps(request, call, provider, actor, request_event))
 
     def _llm_request(self, request: Mapping[str, Any], provider: str | None, *,
-                     redacted: bool = False) -> LLMRequest:
+                     redacted: bool = False, text: bytes | None = None) -> LLMRequest:
         """The request as recorded: canonical, its secrets redacted, keyed by what is recorded.
         ``redacted``: the caller found nothing in ``request`` to redact (with these names or
-        more), so the canonical form is not copied again to redact it."""
-        canonical = canonical_request(request)
+        more), so the canonical form is not copied again to redact it. ``text``: the JSON
+        text ``request`` was parsed from (the transport's request body): its values are plain
+        JSON, used as they are, and its numbers say whether the key needs the check walk."""
+        canonical = canonical_request(request, plain=text is not None)
         if not redacted:
             canonical = self.redactor.value(canonical)
-        return LLMRequest(key=canonical_llm_key(canonical), provider=provider, **canonical)
+        key = canonical_llm_key(canonical, walked=text is not None and plain_numbers(text))
+        return LLMRequest(key=key, provider=provider, **canonical)
 
     def _llm_steps(self, request: Mapping[str, Any], call: Any, provider: str | None,
                    actor: str | None, asked: Event | None) -> Steps[LLMResult]:

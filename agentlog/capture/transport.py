@@ -266,7 +266,7 @@ def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redac
             # the canonical request needs no redacted copy (the run's names are a subset of
             # these) and the body is kept byte for byte.
             clean = not redactor.finds(call.body)
-            llm_body = rec._llm_request(call.request, call.provider, redacted=clean)
+            llm_body = rec._llm_request(call.request, call.provider, redacted=clean, text=body)
             llm_key = llm_body.key
             items.append(Emit(llm_body, actor, None, span_id))
         if call is None or not clean or not _is_json(media):

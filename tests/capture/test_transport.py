@@ -175,3 +175,27 @@ def test_a_model_call_costs_one_fsync_and_other_http_two(store: Any, fsyncs: lis
     asked = ["span.started", "llm.request", "http.request"] if model_call else ["span.started", "http.request"]
     assert seen["on disk"][-len(asked):] == asked
     assert (seen["fsyncs"], after) == ((0, 1) if model_call else (1, 2))
+
+
+@pytest.mark.parametrize("temperature", [0.2, 1e-05, 0.00002])
+def test_a_model_calls_key_is_the_requests_llm_key(store: Any, temperature: float) -> None:
+    """The transport keys the request it parsed from the body without copying or re-checking
+    it when its numbers allow (``plain_numbers``); the key is ``llm_key`` of the request all
+    the same, a float under 1e-4 (written differently by orjson) included."""
+    from agentlog.keys import llm_key
+
+    sent: list[bytes] = []
+
+    def remote(request: httpx.Request) -> httpx.Response:
+        sent.append(request.content)
+        return httpx.Response(200, json=completion("ok"))
+
+    def program(rec: Any) -> None:
+        client = openai.OpenAI(api_key=SECRET, base_url=BASE, max_retries=0,
+                               http_client=al.transport.client(rec, transport=httpx.MockTransport(remote)))
+        client.chat.completions.create(model="gpt-4o-mini", temperature=temperature,
+                                       messages=[{"role": "user", "content": "cpu is high"}])
+    run = al.record(program, store=store)
+    [asked] = [e for e in run.iter_events() if e.type == "llm.request"]
+    assert asked.payload["key"] == llm_key(json.loads(sent[0]))
+    assert asked.payload["params"] == {"temperature": temperature}

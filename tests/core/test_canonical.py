@@ -89,3 +89,59 @@ def test_the_fast_writer_gives_the_standard_encoders_text(value: Any) -> None:
 def test_the_fast_writer_at_the_edges(x: Any) -> None:
     from agentlog.canonical import _ENCODER
     assert canonical_json({"x": [x, {"y": x}]}) == _ENCODER.encode({"x": [x, {"y": x}]})
+
+
+# --- plain_numbers: when JSON text read by the standard library needs no check walk ---------
+
+_FLOATS = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(
+    [1e-05, 1e-9, 5e-324, 9.99e-05, 1e-4, -0.0, 0.0, float("nan"), float("inf"), -float("inf")])
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",))) | st.sampled_from(["\ud800", "NaN", "1e-05"])
+_ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | _FLOATS | _TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
+    max_leaves=30)
+
+
+def _text_of(value: Any) -> bytes:
+    """JSON text as a program's client writes it (the standard library: NaN and Infinity as
+    its literals, lone surrogates escaped)."""
+    return json.dumps({"v": value}).encode()
+
+
+@settings(max_examples=500, deadline=None)
+@given(value=_ANY_JSON)
+def test_plain_numbers_lets_the_walk_be_skipped_only_where_the_text_is_the_same(value: Any) -> None:
+    """The transport keys a model call's request without the check walk when
+    ``plain_numbers`` says its body allows: the text (or the error) must be the checked one's."""
+    from agentlog.canonical import plain_numbers
+
+    data = _text_of(value)
+    parsed = json.loads(data)
+    try:
+        checked: object = canonical_json(parsed, path="request")
+    except CanonicalJSONError as exc:
+        checked = exc
+    walked = plain_numbers(data)
+    try:
+        fast: object = canonical_json(parsed, path="request", walked=walked)
+    except CanonicalJSONError as exc:
+        fast = exc
+    if isinstance(checked, CanonicalJSONError):
+        assert isinstance(fast, CanonicalJSONError) and str(fast) == str(checked)
+    else:
+        assert fast == checked
+
+
+@pytest.mark.parametrize(("data", "plain"), [
+    (b'{"temperature":0.2,"max_tokens":30,"top_p":1}', True),
+    (b'{"x":1e-05}', False), (b'{"x":1E-7}', False), (b'{"x":0.00001}', False), (b'{"x":-0.000012}', False),
+    (b'{"x":NaN}', False), (b'{"x":-Infinity}', False), (b'{"x":0.0001}', True), (b'{"x":1e+300}', True),
+    (b'{"note":"e-mail"}', False),  # a string spelling one: the checked way, the same text
+])
+def test_plain_numbers_at_the_edges(data: bytes, plain: bool) -> None:
+    from agentlog.canonical import _ENCODER, plain_numbers
+
+    assert plain_numbers(data) is plain
+    if plain:  # the fast writer's text is then the standard encoder's
+        value = json.loads(data)
+        assert canonical_json(value, walked=True) == _ENCODER.encode(value)
