@@ -19,6 +19,10 @@ on the shared machine falls on every row alike):
   side before the request goes out, the answer side when it is in; with ``fsync`` one sync
   covers both, made with the answer: an ``fdatasync``, the WAL's lines being written over zeros); the request and response
   bodies are JSON text, kept in the events (no blob file: HTTP events version 2);
+- ``context_unpatched`` / ``context_recording_fsync`` / ``context_recording_none``: the same
+  rows with an agent's grown context instead of one short question (``CONTEXT_TURNS``
+  messages, ~11 KB of request, ``context_request_bytes``): the part of recording that grows
+  with the request (parsed, keyed and stored); half as many calls a row;
 
 Each row by the wall clock and by this process's CPU time per call (``*_cpu_us``: medians;
 the server's thread is in the process, the same on every row), the figure a loaded machine
@@ -193,16 +197,27 @@ def otel_spans(*, quick: bool = False) -> dict[str, Any]:
 
 
 QUESTION = [{"role": "user", "content": "cpu=0.9, what now?"}]
+#: The ``context`` rows' conversation: this many messages of ~550 characters (~11 KB of
+#: request), an agent some way into its run (every call sends the whole context).
+CONTEXT_TURNS = 20
 
 
-def _call(client: Any) -> tuple[float, float]:
+def conversation(turns: int) -> list[dict[str, str]]:
+    """The messages of an agent's context after ``turns`` turns, user and assistant in turn."""
+    return [{"role": "user" if i % 2 == 0 else "assistant",
+             "content": f"step {i}: " + "cpu=0.9 on api, the pool restarts and the queue drains; " * 10}
+            for i in range(turns)]
+
+
+def _call(client: Any, messages: list[dict[str, str]] = QUESTION) -> tuple[float, float]:
     """One ``chat.completions.create``: its wall time and this process's CPU time, seconds."""
     t0, c0 = time.perf_counter(), time.process_time()
-    client.chat.completions.create(model="gpt-4o-mini", messages=QUESTION)
+    client.chat.completions.create(model="gpt-4o-mini", messages=messages)
     return time.perf_counter() - t0, time.process_time() - c0
 
 
-def _interleaved(client: Any, n: int, rows: dict[str, Callable[[], Any]]) -> dict[str, tuple[float, float]]:
+def _interleaved(client: Any, n: int, rows: dict[str, Callable[[], Any]],
+                 messages: list[dict[str, str]] = QUESTION) -> dict[str, tuple[float, float]]:
     """Per row, the median µs of one call by the wall clock and in CPU time (the loopback
     server's thread is in the process, the same on every row). The rows take turns, one call
     each, ``n`` rounds: a load that comes and goes on a shared machine falls on every row alike.
@@ -212,7 +227,7 @@ def _interleaved(client: Any, n: int, rows: dict[str, Callable[[], Any]]) -> dic
     for _ in range(n):
         for name, inside in rows.items():
             with inside():
-                wall, cpu = _call(client)
+                wall, cpu = _call(client, messages)
             walls[name].append(wall)
             cpus[name].append(cpu)
     return {name: (statistics.median(walls[name]) * 1e6, statistics.median(cpus[name]) * 1e6) for name in rows}
@@ -305,6 +320,30 @@ def _instrumented(client: Any, store: Any, n: int) -> dict[str, Any]:
     return out
 
 
+def _context(client: Any, server: Any, store: Any, n: int) -> dict[str, Any]:
+    """The same call with a grown context (:data:`CONTEXT_TURNS` messages) instead of one
+    short question, unpatched and recorded (``fsync``, ``none``), taking turns: what a call
+    costs to record as an agent's context grows (the request is parsed, keyed and stored)."""
+    from agentlog.capture.recorder import activate
+
+    messages = conversation(CONTEXT_TURNS)
+    rows_of = {"context_recording_fsync": "fsync", "context_recording_none": "none"}
+    with _side_by_side(store, rows_of) as (recs, closes):
+        rows = _interleaved(client, n, {"context_unpatched": unpatched, **{
+            row: lambda rec=rec: activate(rec) for row, rec in recs.items()}}, messages)
+    _, sent = server.requests[-1]
+    out: dict[str, Any] = {"context_messages": len(messages),
+                           "context_request_bytes": len(json.dumps(sent, separators=(",", ":")))}
+    for name, (wall, cpu) in rows.items():
+        out[f"{name}_us"], out[f"{name}_cpu_us"] = round(wall), round(cpu)
+    for durability in ("fsync", "none"):
+        row = f"context_recording_{durability}"
+        out[f"{row}_over_unpatched_us"] = out[f"{row}_us"] - out["context_unpatched_us"]
+        out[f"{row}_cpu_over_unpatched_us"] = out[f"{row}_cpu_us"] - out["context_unpatched_cpu_us"]
+    _with_close(out, closes, n, "unpatched")
+    return out
+
+
 @contextmanager
 def served() -> Iterator[tuple[Any, str, Any]]:
     """The tests' loopback OpenAI-compatible server, a temporary store folder and the real
@@ -357,6 +396,7 @@ def http_calls(*, quick: bool = False) -> dict[str, Any]:
             out[f"recording_{durability}_ratio"] = round(out[f"recording_{durability}_us"] / out["unpatched_us"], 2)
         out["passthrough_over_unpatched_us"] = out["passthrough_us"] - out["unpatched_us"]
         _with_close(out, closes, n, "unpatched")
+        out.update(_context(client, server, store, n // 2))
         out.update(_instrumented(client, store, n))
 
         def program(rec: Any) -> None:
