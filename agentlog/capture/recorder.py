@@ -479,8 +479,10 @@ class Recorder:
             chunks = yield Opaque(drain, raw)
             raw = assemble(stream_api(chunks), chunks)
         answered = self._llm_answer(raw, key, request, asked, started, provider)
-        if streamed and not (raw.get("usage") or raw.get("usageMetadata")):
-            answered = replace(answered, usage=None, cost_usd=None, cost_source="unknown")  # none reported
+        if streamed:
+            answered = replace(answered, streamed=True)
+            if not (raw.get("usage") or raw.get("usageMetadata")):  # none reported
+                answered = replace(answered, usage=None, cost_usd=None, cost_source="unknown")
         return LLMResult.from_event(self._close_with(span, answered, asked.seq, actor))
 
     def _llm_answer(self, raw: Any, key: str, request: Mapping[str, Any], asked: Event,

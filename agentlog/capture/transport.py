@@ -71,7 +71,6 @@ from ..events import (
     ERROR,
     HTTP_RESPONSE,
     LLM_RESPONSE,
-    BlobRef,
     Body,
     CallFailed,
     Event,
@@ -172,9 +171,9 @@ def model_calls(rec: Recorder) -> deque[TransportCall]:
 
 
 def _answer(rec: Recorder, call: ModelCall, key: str, status: int, content: bytes,
-            asked: Event, started: float, stream: BlobRef | None = None) -> Body:
+            asked: Event, started: float) -> Body:
     """The ``llm.response`` (or the ``error``) of a model call answered with ``content`` (a
-    streamed answer's raw events, assembled, with ``stream`` the blob that keeps them)."""
+    streamed answer's raw events, assembled)."""
     if not 200 <= status < 300:
         return CallFailed(kind=LLM_RESPONSE, key=key, error=f"HTTP {status}: {content[:200].decode(errors='replace')}",
                           type="HTTPStatusError")
@@ -186,7 +185,7 @@ def _answer(rec: Recorder, call: ModelCall, key: str, status: int, content: byte
                           type=type(exc).__name__)
     if isinstance(answer, LLMResponse) and call.streamed:
         unknown = not raw.get("usage") and not raw.get("usageMetadata")  # the stream reported none
-        answer = dataclasses.replace(answer, stream=stream)
+        answer = dataclasses.replace(answer, streamed=True)
         if unknown:  # tokens and cost unknown, never 0
             answer = dataclasses.replace(answer, usage=None, cost_usd=None, cost_source="unknown")
     return answer
@@ -200,8 +199,7 @@ def _served_answer(rec: Recorder, call: ModelCall, key: str, answer: HTTPRespons
     served = rec.serve(LLM_RESPONSE, key, asked)
     if served is not None:
         return served
-    stream = answer.body if call.streamed and isinstance(answer.body, BlobRef) else None
-    body = _answer(rec, call, key, answer.status, answer.content, asked, rec.timer(), stream)
+    body = _answer(rec, call, key, answer.status, answer.content, asked, rec.timer())
     if isinstance(body, LLMResponse):
         body = dataclasses.replace(body, cache_hit=True, cost_source="cache", duration_ms=None,
                                    served_from_seq=answer.served_from_seq,
@@ -228,15 +226,15 @@ class _Asked:
         rec, span = self.rec, self.span
         actor, span_id = rec.actor, span.span_id
         call = self.call
-        streamed = call is not None and call.streamed
-        blob = rec.blob(content, media) if content and streamed else None  # the raw stream, kept once
+        # A stream's raw bytes are kept as any body is: in the event (a blob file of its own
+        # would cost two more fsyncs a call), replayed chunk by chunk from there.
         items = [Emit(HTTPResponse(key=self.key, status=status, headers=headers,
-                                   body=blob if streamed else _kept_body(rec, content, media),
+                                   body=_kept_body(rec, content, media),
                                    duration_ms=(rec.timer() - started) * 1000), actor, self.request.seq, span_id)]
         asked = self.llm_request
         if call is not None and asked is not None and self.llm_key is not None:
             try:
-                answer = _answer(rec, call, self.llm_key, status, content, asked, started, blob)
+                answer = _answer(rec, call, self.llm_key, status, content, asked, started)
             except BaseException:
                 rec.emit_many(items)  # as one event at a time: the response was written before
                 raise

@@ -48,7 +48,7 @@ class LLMRequest(Body):
     """Who serves the model (``openai``, ``anthropic``, ``google``, ...), when known."""
 
 
-@event_type("llm.response", version=2)
+@event_type("llm.response", version=3)
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LLMResponse(Body):
     """A model answered (or an answer was served from a log).
@@ -86,8 +86,9 @@ class LLMResponse(Body):
     """True when a fork's edit replaced the recorded answer."""
     provider: str | None = optional()
     """Who serves the model, when known."""
-    stream: BlobRef | None = optional()
-    """A streamed answer: the raw stream as it arrived (chunks are replayed from it)."""
+    streamed: bool = optional(False)
+    """The answer came as a stream. Recorded through HTTP, the raw stream as it arrived is the
+    body of the exchange's ``http.response`` (replayed chunk by chunk from it)."""
     cost_usd: float | None = column()
     """What the call cost in USD, ``None`` when unknown (0 for a served answer)."""
     duration_ms: float | None = column()
@@ -121,6 +122,16 @@ def _response_v1(payload: dict[str, Any]) -> dict[str, Any]:
     usage = payload.get("usage")
     if isinstance(usage, Mapping) and "cost_usd" in usage:
         payload["usage"] = {k: v for k, v in usage.items() if k != "cost_usd"}
+    return payload
+
+
+@upcaster("llm.response", 2)
+def _response_v2(payload: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 kept a streamed answer's raw stream as a blob under ``stream`` (the same blob
+    as the ``http.response`` body): version 3 says ``streamed``, and the raw stream is that
+    body."""
+    if payload.pop("stream", None) is not None:
+        payload["streamed"] = True
     return payload
 
 
@@ -219,8 +230,8 @@ class HTTPResponse(Body, _WithBody):
     """The response headers that are kept (an allow-list), names lower-cased."""
     body: Text | None = None
     """The body: its text when it is UTF-8 (kept in the event; the store moves long text to a
-    blob), else a blob of its bytes (a stream's raw bytes are always a blob, the one its
-    ``llm.response`` keeps). :attr:`content` reads either as bytes."""
+    blob), else a blob of its bytes; a stream's raw bytes likewise (version 2 made them a blob
+    always). :attr:`content` reads either as bytes."""
     served_from_seq: int | None = optional()
     """For a served response: the seq it was recorded at in the run it came from."""
     edited: bool = optional(False)

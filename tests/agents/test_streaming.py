@@ -13,7 +13,7 @@ import pytest
 from _server import ANSWERED_MODEL, MODEL, USAGE, LLMServer, expected_cost
 
 import agentlog as al
-from agentlog.events import LLMResponse
+from agentlog.events import HTTPResponse, LLMResponse
 
 QUESTION = [{"role": "user", "content": "cpu=0.9, what now?"}]
 TOOLS = [{"type": "function", "function": {"name": "restart", "description": "Restart a service.",
@@ -40,7 +40,12 @@ def test_a_stream_through_the_transport_is_one_row_and_replays_chunk_by_chunk(se
     assert body.message == {"role": "assistant", "content": "restart the api"} and body.finish_reason == "stop"
     assert (answer.model, answer.input_tokens, answer.cached_tokens) == (ANSWERED_MODEL, USAGE["prompt_tokens"], 10)
     assert answer.cost_usd == expected_cost()
-    assert body.stream is not None and body.stream.read_bytes().startswith(b"data: ")  # the raw stream, kept
+    assert body.streamed
+    [exchange] = [e for e in run.iter_events() if e.type == "http.response"]
+    raw = HTTPResponse.of(exchange).content  # the raw stream, kept in the event: no blob file of its own
+    assert raw.startswith(b"data: ") and raw.rstrip().endswith(b"data: [DONE]")
+    assert isinstance(exchange.payload["body"], str)
+    assert not [p for p in (store.path / "blobs").rglob("*") if p.is_file()]
     assert server.requests[-1][1]["stream_options"] == USAGE_ON  # as the caller asked, unchanged
 
     replayed = al.replay(program, run)
@@ -86,6 +91,8 @@ def test_rec_llm_of_a_stream_without_usage_has_unknown_tokens(server: LLMServer,
     assert run.event(len(run) - 1).payload["result"] == [None, None, None]
     calls = run.llm_calls()
     assert calls[["input_tokens", "output_tokens", "cost_usd"]].isna().all().all()
+    [answer] = [e for e in run.iter_events() if e.type == "llm.response"]
+    assert LLMResponse.of(answer).streamed  # an SDK's stream object: streamed too
 
 
 def test_a_streamed_tool_call_is_assembled(server: LLMServer, store: Any) -> None:

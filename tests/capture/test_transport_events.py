@@ -21,6 +21,7 @@ from agentlog.store.wal import WAL_NAME
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "transport_run.json"
 GOLDEN_V1 = GOLDEN.with_name("transport_run_v1.json")  # HTTP bodies as blobs, before version 2
+GOLDEN_V2 = GOLDEN.with_name("transport_run_v2.json")  # a stream as a blob, before llm.response v3
 
 
 def golden(path: Path = GOLDEN) -> list[dict[str, Any]]:
@@ -40,7 +41,7 @@ def test_a_recorded_call_writes_the_events_one_emit_at_a_time_wrote(store: Any) 
 def test_version_2_changes_only_the_form_of_the_http_bodies() -> None:
     """The version 2 recording is the version 1 one (written one emit at a time) but for the
     HTTP bodies, which are the same bytes kept inline instead of as blobs."""
-    for new, old in zip(golden(), golden(GOLDEN_V1), strict=True):
+    for new, old in zip(golden(GOLDEN_V2), golden(GOLDEN_V1), strict=True):
         assert (new["seq"], new["type"]) == (old["seq"], old["type"])
         mine, theirs = json.loads(new["payload"]), json.loads(old["payload"])
         if new["type"].startswith("http."):
@@ -56,15 +57,40 @@ def test_version_2_changes_only_the_form_of_the_http_bodies() -> None:
                {k: v for k, v in old.items() if k not in ("payload", "hash")}
 
 
-@pytest.mark.parametrize("path", [GOLDEN, GOLDEN_V1], ids=["v2", "v1"])
+def test_llm_response_version_3_changes_only_the_form_of_the_stream() -> None:
+    """Today's recording is the version 2 one but for the streamed call: its raw stream is the
+    http.response body kept inline (the same bytes as version 2's blob), its llm.response says
+    ``streamed`` instead of naming the blob, and every llm.response says ``$v`` 3."""
+    changed = set()
+    for new, old in zip(golden(), golden(GOLDEN_V2), strict=True):
+        assert (new["seq"], new["type"]) == (old["seq"], old["type"])
+        mine, theirs = json.loads(new["payload"]), json.loads(old["payload"])
+        if new["type"] == "llm.response":
+            assert (mine.pop("$v"), theirs.pop("$v")) == (3, 2)
+            if "stream" in theirs:
+                theirs.pop("stream")
+                assert mine.pop("streamed") is True
+                changed.add(new["seq"])
+        body = mine.get("body")
+        if new["type"] == "http.response" and isinstance(theirs.get("body"), dict):
+            blob = theirs.pop("body")
+            assert blob["$blob"] == "sha256:" + hashlib.sha256(mine.pop("body").encode()).hexdigest()
+            assert body.startswith("data: ")
+            changed.add(new["seq"])
+        assert mine == theirs, new["seq"]
+        assert {k: v for k, v in new.items() if k not in ("payload", "hash")} == \
+               {k: v for k, v in old.items() if k not in ("payload", "hash")}
+    assert len(changed) == 2  # the streamed call's two answer events
+
+
+@pytest.mark.parametrize("path", [GOLDEN, GOLDEN_V2, GOLDEN_V1], ids=["v3", "v2", "v1"])
 def test_the_golden_events_replay_strictly(store: Any, path: Path) -> None:
-    """Both recordings replay with zero network requests: version 1's blob bodies are the bodies
-    the program sends and gets, in another form."""
-    for row in golden(GOLDEN):  # the blobs either recording names (v2 keeps a stream's)
+    """Every recording replays with zero network requests: the blob bodies of the older ones are
+    the bodies the program sends and gets (a stream's included), in another form."""
+    for row in golden(GOLDEN):  # the blobs the older recordings name: today's inline bodies
         body = json.loads(row["payload"]).get("body")
         if isinstance(body, str):
             store.blobs.put(body.encode(), "application/json")
-    record(store)  # the stream blob
     writer = store.create_run(run_id="one-at-a-time", durability="none")
     for row in golden(path):
         writer.append(al.Event(seq=row["seq"], type=row["type"], payload=json.loads(row["payload"]),

@@ -172,14 +172,28 @@ def test_a_v1_response_is_lifted_without_its_misleading_cost() -> None:
     lifted = ev.lift("llm.response", v1)
     assert lifted is not v1 and "cost_usd" in v1["usage"]  # the input is not changed
     assert "cost_usd" not in lifted["usage"]
-    assert lifted["$v"] == ev.LLMResponse.VERSION == 2
+    assert lifted["$v"] == ev.LLMResponse.VERSION == 3
     assert ev.lift("llm.response", lifted) is lifted  # current: the same object
 
 
+@pytest.mark.parametrize("streamed", [True, False])
+def test_a_v2_response_says_streamed_instead_of_naming_the_stream_blob(streamed: bool) -> None:
+    """Version 2 kept a streamed answer's raw stream as a blob (the http.response's body);
+    version 3 says ``streamed`` and the raw stream is that body."""
+    v2 = {"$v": 2, "key": "k", "model": "m", "message": {"role": "assistant", "content": "x"},
+          "cost_source": "computed", "cache_hit": False}
+    if streamed:
+        v2["stream"] = {"$blob": "sha256:" + "a" * 64, "size": 9, "media_type": "text/event-stream"}
+    lifted = ev.lift("llm.response", v2)
+    assert "stream" not in lifted and lifted["$v"] == 3
+    body = ev.LLMResponse.from_payload(v2, check=False)
+    assert body.streamed is streamed and body.message == v2["message"]
+
+
 def test_a_newer_payload_is_refused_by_name() -> None:
-    with pytest.raises(EventVersionError, match=r"llm\.response \$v: 3 \(int\); expected version 2 "
+    with pytest.raises(EventVersionError, match=r"llm\.response \$v: 4 \(int\); expected version 3 "
                                                 r"or older; upgrade agentlog"):
-        ev.lift("llm.response", {"$v": 3})
+        ev.lift("llm.response", {"$v": 4})
     with pytest.raises(EventSchemaError, match="a version number"):
         ev.lift("llm.response", {"$v": "2"})
 
@@ -216,10 +230,10 @@ def test_a_body_gives_the_payload_and_the_columns(tmp_path: Path) -> None:
 def test_a_newer_payload_in_a_log_is_refused_naming_run_and_seq(tmp_path: Path) -> None:
     with al.Store(tmp_path).create_run(run_id="r", durability="none") as w:
         w.emit("my.type", {})
-    # A later agentlog wrote version 3; this one cannot know its shape. Forge it as an import would.
+    # A later agentlog wrote version 4; this one cannot know its shape. Forge it as an import would.
     with (al.Store(tmp_path).create_run(run_id="future", durability="none") as w,
           pytest.raises(EventVersionError, match="run future seq 0")):
-        w.emit("llm.response", {"$v": 3, "key": "k"})
+        w.emit("llm.response", {"$v": 4, "key": "k"})
 
 
 # --- property: any body built from valid values round-trips -------------------------------------

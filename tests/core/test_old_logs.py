@@ -58,7 +58,7 @@ def test_an_old_run_verifies_and_folds(store: Any, run_id: str) -> None:
         body = ev.body_of(event)
         assert body is not None and body.TYPE == event.type
         if isinstance(body, ev.LLMResponse):
-            assert event.payload["$v"] == 2 and "cost_usd" not in event.payload["usage"]
+            assert event.payload["$v"] == ev.LLMResponse.VERSION and "cost_usd" not in event.payload["usage"]
 
 
 def test_an_old_run_with_its_http_bodies_as_blobs_replays_strictly(store: Any) -> None:

@@ -8,10 +8,13 @@ one ``emit`` at a time (before they were written in two batches), with::
 
 and the batched transport wrote exactly those events (every hash) until the HTTP events' version
 2 kept UTF-8 bodies inline instead of as blobs; it stays as a run recorded by that version,
-which must still replay strictly. ``transport_run.json`` is this program's recording by the
-version 2 transport (the v1 events but for the two HTTP bodies, made from this tree):
+which must still replay strictly. ``transport_run_v2.json`` is the version 2 transport's
+recording (the v1 events but for the two HTTP bodies), kept likewise since ``llm.response``
+version 3 keeps a stream's raw bytes inline in its ``http.response`` instead of as a blob.
+``transport_run.json`` is this program's recording by today's transport (the v2 events but for
+the streamed call's two answer events, made from this tree):
 ``tests/capture/test_transport_events.py`` checks that the transport writes exactly these
-events and that both files replay. The program prices its calls by overrides, so
+events and that all three files replay. The program prices its calls by overrides, so
 genai-prices' catalog does not move the hashes. Regenerate only when what a recorded call
 writes is meant to change (a run recorded before must still replay: keep its file).
 """
