@@ -33,7 +33,9 @@ True
 
 Each exchange becomes ``http.request`` / ``http.response`` inside a span of kind ``http``; a
 body that is UTF-8 text under the run's blob threshold is kept in the event, any other as a
-blob (a page fetched twenty times is stored once). The cache key is
+blob (a page fetched twenty times is stored once); a model call's bodies stay in the event up
+to 1 MiB (they hold the whole conversation, unique to the call: a blob would save nothing and
+cost two fsyncs). The cache key is
 ``METHOD | normalised URL | body``. Secrets never reach the disk or the key
 (:mod:`agentlog.redact`: ``Authorization``, ``Cookie``, API-key headers, secret query
 parameters and URL passwords, fields of JSON and form request bodies named like secrets, plus
@@ -230,7 +232,8 @@ class _Asked:
         # would cost two more fsyncs a call), replayed chunk by chunk from there.
         items = [Emit(HTTPResponse(key=self.key, status=status, headers=headers,
                                    body=_kept_body(rec, content, media),
-                                   duration_ms=(rec.timer() - started) * 1000), actor, self.request.seq, span_id)]
+                                   duration_ms=(rec.timer() - started) * 1000), actor, self.request.seq, span_id,
+                      inline=call is not None)]
         asked = self.llm_request
         if call is not None and asked is not None and self.llm_key is not None:
             try:
@@ -274,7 +277,8 @@ def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redac
         items.append(Emit(HTTPRequest(key=key, method=request.method, url=url,
                                       headers=redactor.headers(request.headers.items()),
                                       body=_kept_body(rec, body, media)),
-                          actor, None, span_id, caused_by_item=None if call is None else 1))
+                          actor, None, span_id, caused_by_item=None if call is None else 1,
+                          inline=call is not None))
         batched = True
         rec.emit_many(items, taken=taken, sync=call is None)
     except BaseException as exc:
@@ -446,7 +450,9 @@ def _response(answer: HTTPResponse, http: Any) -> Any:
 def _kept_body(rec: Recorder, content: bytes, media: str) -> Text | None:
     """A body as an HTTP event keeps it: its text when it is UTF-8, in the event itself (a
     model call's JSON needs no blob file of its own, which costs more than the rest of its
-    recording; the store moves long text to a blob), else a blob of its bytes."""
+    recording; the store moves long text to a blob, a model call's only past
+    :data:`~agentlog.store.writer.INLINE_MAX`: its events are ``Emit(..., inline=True)``,
+    since its body, the whole conversation, is unique to the call), else a blob of its bytes."""
     if not content:
         return None
     try:

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from .snapshot import SegmentCache
     from .store import Store
 
-__all__ = ["HOLD_MS", "Emit", "RunWriter"]
+__all__ = ["HOLD_MS", "INLINE_MAX", "Emit", "RunWriter"]
 
 #: Test seam for the crash tests: called with the name of each step of a seal as it is
 #: reached ("segment-written", "segment-renamed", "wal-rotated"). ``None`` in normal use.
@@ -53,6 +53,9 @@ Clock = Callable[[], float]
 #: At most this many milliseconds pass between :meth:`RunWriter.emit_many` holding a WAL line
 #: and a background thread writing it (if nothing else wrote it before).
 HOLD_MS: Final = 50.0
+#: An :class:`Emit` with ``inline=True`` keeps strings up to this many bytes in its event (a
+#: longer one is a blob, as any string over the run's threshold).
+INLINE_MAX: Final = 1 << 20
 
 
 class Emit(NamedTuple):
@@ -69,6 +72,11 @@ class Emit(NamedTuple):
     caused_by_item: int | None = None
     """Instead of ``caused_by``: the index, in the same batch, of the earlier item this event
     is caused by (whose seq is not known until the batch is written)."""
+    inline: bool = False
+    """Keep the event's strings in it up to :data:`INLINE_MAX` bytes whatever the run's blob
+    threshold: for a value unique to its event (a model call's HTTP body holds the whole
+    conversation), which a blob would store once all the same, at the cost of a file and
+    two fsyncs."""
 
 
 class _Staged(NamedTuple):
@@ -155,6 +163,8 @@ class RunWriter:
         self._stored: dict[str, int] = {}  # digest -> size of the blobs this writer just stored
         self._prep = PayloadPreparer(redact=redact, threshold=blob_threshold,
                                      reader=store.blobs.read)
+        self._prep_inline = PayloadPreparer(redact=redact, threshold=max(blob_threshold, INLINE_MAX),
+                                            reader=store.blobs.read)  # for Emit(..., inline=True)
         self._wal = WalAppender(path / WAL_NAME, durability)
         self.on_seal: Callable[[int, bool], None] | None = None
         """Called after each seal with the seq the segment ends before and whether the writer
@@ -360,7 +370,8 @@ class RunWriter:
                     caused_by = item.caused_by
                     if item.caused_by_item is not None:
                         caused_by = _item_seq(staged, item.caused_by_item, self.id, seq)
-                    one = self._stage_body(body, seq, head, item.actor, caused_by, item.span_id, item.ts)
+                    one = self._stage_body(body, seq, head, item.actor, caused_by, item.span_id, item.ts,
+                                           item.inline)
                 staged.append(one)
                 seq, head = seq + 1, one.event.hash
             if staged:
@@ -458,16 +469,17 @@ class RunWriter:
         return _Staged(event, row, encode_line(digest, body), prepared.new_blobs)
 
     def _stage_body(self, body: Body, seq: int, head: str, actor: str | None, caused_by: int | None,
-                    span_id: str | None, ts: int | None) -> _Staged:
+                    span_id: str | None, ts: int | None, inline: bool = False) -> _Staged:
         """:meth:`_stage` for a typed body (checked when it was built, so not again): the
         same checks of what the body does not check, in the same order, the same bytes, hash
         and event, with the payload walked and encoded in one pass and the usage columns read
-        only for a type that has them. ``ts``: the event's own time, else the clock's."""
+        only for a type that has them. ``ts``: the event's own time, else the clock's;
+        ``inline``: as :attr:`Emit.inline`."""
         if self._closed:
             raise RunClosedError(self.id)
         type_ = body.TYPE
         try:
-            prepared, payload_json = self._prep.encode(body.to_payload())
+            prepared, payload_json = (self._prep_inline if inline else self._prep).encode(body.to_payload())
         except InvalidBlobRefError as exc:
             raise InvalidBlobRefError(exc.ref, f"{exc.where} ({self._where(seq)})") from None
         except CanonicalJSONError as exc:

@@ -199,3 +199,42 @@ def test_a_model_calls_key_is_the_requests_llm_key(store: Any, temperature: floa
     [asked] = [e for e in run.iter_events() if e.type == "llm.request"]
     assert asked.payload["key"] == llm_key(json.loads(sent[0]))
     assert asked.payload["params"] == {"temperature": temperature}
+
+
+def _blob_files(store: Any) -> list[Path]:
+    return [p for p in (store.path / "blobs").rglob("*") if p.is_file()]
+
+
+def test_a_model_calls_long_body_stays_in_its_event_and_other_long_bodies_are_blobs(store: Any) -> None:
+    """A model call's request body holds the whole conversation, unique to the call: it stays
+    in its ``http.request`` past the run's blob threshold (a blob would cost a file and two
+    fsyncs, and save nothing), while a long message in ``llm.request`` and a long page fetched
+    by plain HTTP are blobs as before (stored once however often they come back)."""
+    from agentlog.events import HTTPRequest, HTTPResponse
+
+    page = "x" * 40_000
+    conversation = [{"role": "user", "content": f"turn {i}: " + "cpu is high, " * 200} for i in range(12)]
+    conversation[3]["content"] = "runbook: " + "restart the pool, drain the queue; " * 600  # 20 KB
+
+    def remote(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/page"):
+            return httpx.Response(200, text=page)
+        return httpx.Response(200, json=completion("ok"))
+
+    def program(rec: Any) -> None:
+        http = al.transport.client(rec, transport=httpx.MockTransport(remote))
+        client = openai.OpenAI(api_key=SECRET, base_url=BASE, max_retries=0, http_client=http)
+        client.chat.completions.create(model="gpt-4o-mini", messages=conversation)
+        http.get(f"{BASE}/page")
+
+    run = al.record(program, store=store)
+    requests = [e for e in run.iter_events() if e.type == "http.request"]
+    sent = HTTPRequest.of(requests[0])
+    assert isinstance(requests[0].payload["body"], str) and len(requests[0].payload["body"]) > 16 * 1024
+    assert json.loads(sent.content)["messages"] == conversation
+    [fetched] = [e for e in run.iter_events() if e.type == "http.response" and e.caused_by == requests[1].seq]
+    assert not isinstance(fetched.payload["body"], str) and HTTPResponse.of(fetched).content == page.encode()
+    [asked] = [e for e in run.iter_events() if e.type == "llm.request"]
+    assert not isinstance(asked.payload["messages"][3]["content"], str)  # the long message: a blob
+    assert len(_blob_files(store)) == 2  # that message and the page
+    assert al.replay(program, run).ok

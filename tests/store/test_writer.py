@@ -317,3 +317,20 @@ def test_a_failed_seal_keeps_the_events_and_is_retried(store: Store, monkeypatch
     w.close()
     run = store.run("full")
     assert len(run) == 4 and run.verify().ok
+
+
+@pytest.mark.parametrize(("size", "inline", "kept"), [
+    (40_000, False, False), (40_000, True, True), (1 << 20, True, True), ((1 << 20) + 1, True, False)])
+def test_an_inline_emit_keeps_its_strings_in_the_event_up_to_inline_max(tmp_path: Path, size: int,
+                                                                        inline: bool, kept: bool) -> None:
+    from agentlog.events import HTTPResponse
+    from agentlog.store.writer import INLINE_MAX
+
+    assert INLINE_MAX == 1 << 20
+    text = "y" * size
+    with Store(tmp_path).create_run(run_id="r", durability="none") as w:  # threshold: 16 KiB
+        w.emit_many([Emit(HTTPResponse(key="k", status=200, headers={}, body=text), inline=inline)])
+    stored = Store(tmp_path).run("r").event(0)
+    assert isinstance(stored.payload["body"], str) is kept
+    assert HTTPResponse.of(stored).content == text.encode()
+    assert bool([p for p in (tmp_path / "blobs").rglob("*") if p.is_file()]) is not kept
