@@ -21,8 +21,11 @@ on the shared machine falls on every row alike):
   bodies are JSON text, kept in the events (no blob file: HTTP events version 2);
 - ``context_unpatched`` / ``context_recording_fsync`` / ``context_recording_none``: the same
   rows with an agent's grown context instead of one short question (``CONTEXT_TURNS``
-  messages, ~11 KB of request, ``context_request_bytes``): the part of recording that grows
-  with the request (parsed, keyed and stored); half as many calls a row;
+  messages and a last one new at each call, ~24 KB of request, ``context_request_bytes``):
+  the part of recording that grows with the request (parsed, keyed and stored); half as many
+  calls a row;
+- ``stream_unpatched`` / ``stream_recording_fsync`` / ``stream_recording_none``: the short
+  question streamed (``stream=True``, usage asked for), every chunk read; half as many calls;
 
 Each row by the wall clock and by this process's CPU time per call (``*_cpu_us``: medians;
 the server's thread is in the process, the same on every row), the figure a loaded machine
@@ -197,37 +200,48 @@ def otel_spans(*, quick: bool = False) -> dict[str, Any]:
 
 
 QUESTION = [{"role": "user", "content": "cpu=0.9, what now?"}]
-#: The ``context`` rows' conversation: this many messages of ~550 characters (~11 KB of
-#: request), an agent some way into its run (every call sends the whole context).
-CONTEXT_TURNS = 20
+#: The ``context`` rows' conversation: this many messages of ~570 characters (~24 KB of
+#: request, past the store's 16 KiB blob threshold), an agent some way into its run.
+CONTEXT_TURNS = 40
+Messages = list[dict[str, str]]
 
 
-def conversation(turns: int) -> list[dict[str, str]]:
+def conversation(turns: int) -> Messages:
     """The messages of an agent's context after ``turns`` turns, user and assistant in turn."""
     return [{"role": "user" if i % 2 == 0 else "assistant",
              "content": f"step {i}: " + "cpu=0.9 on api, the pool restarts and the queue drains; " * 10}
             for i in range(turns)]
 
 
-def _call(client: Any, messages: list[dict[str, str]] = QUESTION) -> tuple[float, float]:
-    """One ``chat.completions.create``: its wall time and this process's CPU time, seconds."""
+def _call(client: Any, messages: Messages = QUESTION, stream: bool = False) -> tuple[float, float]:
+    """One ``chat.completions.create`` (streamed: its chunks read to the end): its wall time
+    and this process's CPU time, seconds."""
     t0, c0 = time.perf_counter(), time.process_time()
-    client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+    if stream:
+        for _ in client.chat.completions.create(model="gpt-4o-mini", messages=messages, stream=True,
+                                                stream_options={"include_usage": True}):
+            pass
+    else:
+        client.chat.completions.create(model="gpt-4o-mini", messages=messages)
     return time.perf_counter() - t0, time.process_time() - c0
 
 
 def _interleaved(client: Any, n: int, rows: dict[str, Callable[[], Any]],
-                 messages: list[dict[str, str]] = QUESTION) -> dict[str, tuple[float, float]]:
+                 messages: Callable[[int], Messages] = lambda _: QUESTION,
+                 stream: bool = False) -> dict[str, tuple[float, float]]:
     """Per row, the median µs of one call by the wall clock and in CPU time (the loopback
     server's thread is in the process, the same on every row). The rows take turns, one call
     each, ``n`` rounds: a load that comes and goes on a shared machine falls on every row alike.
-    Each row is a context manager factory: the call is made inside it."""
+    Each row is a context manager factory: the call is made inside it, the i-th call (counted
+    over all rows) with ``messages(i)``."""
     walls: dict[str, list[float]] = {name: [] for name in rows}
     cpus: dict[str, list[float]] = {name: [] for name in rows}
+    calls = 0
     for _ in range(n):
         for name, inside in rows.items():
             with inside():
-                wall, cpu = _call(client, messages)
+                wall, cpu = _call(client, messages(calls), stream)
+            calls += 1
             walls[name].append(wall)
             cpus[name].append(cpu)
     return {name: (statistics.median(walls[name]) * 1e6, statistics.median(cpus[name]) * 1e6) for name in rows}
@@ -320,28 +334,45 @@ def _instrumented(client: Any, store: Any, n: int) -> dict[str, Any]:
     return out
 
 
-def _context(client: Any, server: Any, store: Any, n: int) -> dict[str, Any]:
-    """The same call with a grown context (:data:`CONTEXT_TURNS` messages) instead of one
-    short question, unpatched and recorded (``fsync``, ``none``), taking turns: what a call
-    costs to record as an agent's context grows (the request is parsed, keyed and stored)."""
+def _variant(client: Any, server: Any, store: Any, n: int, prefix: str,
+             messages: Callable[[int], Messages], stream: bool = False) -> dict[str, Any]:
+    """Rows ``<prefix>_unpatched`` / ``<prefix>_recording_fsync`` / ``<prefix>_recording_none``:
+    the call asked with ``messages(i)`` (streamed with ``stream``), unpatched and recorded,
+    taking turns; their figures as :func:`http_calls` gives the main rows'."""
     from agentlog.capture.recorder import activate
 
-    messages = conversation(CONTEXT_TURNS)
-    rows_of = {"context_recording_fsync": "fsync", "context_recording_none": "none"}
+    rows_of = {f"{prefix}_recording_fsync": "fsync", f"{prefix}_recording_none": "none"}
     with _side_by_side(store, rows_of) as (recs, closes):
-        rows = _interleaved(client, n, {"context_unpatched": unpatched, **{
-            row: lambda rec=rec: activate(rec) for row, rec in recs.items()}}, messages)
+        rows = _interleaved(client, n, {f"{prefix}_unpatched": unpatched, **{
+            row: lambda rec=rec: activate(rec) for row, rec in recs.items()}}, messages, stream)
     _, sent = server.requests[-1]
-    out: dict[str, Any] = {"context_messages": len(messages),
-                           "context_request_bytes": len(json.dumps(sent, separators=(",", ":")))}
+    out: dict[str, Any] = {f"{prefix}_request_bytes": len(json.dumps(sent, separators=(",", ":")))}
     for name, (wall, cpu) in rows.items():
         out[f"{name}_us"], out[f"{name}_cpu_us"] = round(wall), round(cpu)
     for durability in ("fsync", "none"):
-        row = f"context_recording_{durability}"
-        out[f"{row}_over_unpatched_us"] = out[f"{row}_us"] - out["context_unpatched_us"]
-        out[f"{row}_cpu_over_unpatched_us"] = out[f"{row}_cpu_us"] - out["context_unpatched_cpu_us"]
+        row = f"{prefix}_recording_{durability}"
+        out[f"{row}_over_unpatched_us"] = out[f"{row}_us"] - out[f"{prefix}_unpatched_us"]
+        out[f"{row}_cpu_over_unpatched_us"] = out[f"{row}_cpu_us"] - out[f"{prefix}_unpatched_cpu_us"]
     _with_close(out, closes, n, "unpatched")
     return out
+
+
+def _context(client: Any, server: Any, store: Any, n: int) -> dict[str, Any]:
+    """The ``context`` rows: an agent's grown context (:data:`CONTEXT_TURNS` messages, ~24 KB)
+    instead of one short question, its last message new at every call as an agent's is (so no
+    two requests are alike): what recording costs as the context grows (the request is parsed,
+    keyed and stored)."""
+    context = conversation(CONTEXT_TURNS)
+    out = _variant(client, server, store, n, "context",
+                   lambda i: [*context, {"role": "user", "content": f"call {i}: what now?"}])
+    return {"context_messages": CONTEXT_TURNS + 1, **out}
+
+
+def _streamed(client: Any, server: Any, store: Any, n: int) -> dict[str, Any]:
+    """The ``stream`` rows: the short question streamed (server-sent events, usage in the last
+    chunk), every chunk read, as an agent that streams its answers asks."""
+    return _variant(client, server, store, n, "stream",
+                    lambda i: [{"role": "user", "content": f"cpu=0.9 ({i}), what now?"}], stream=True)
 
 
 @contextmanager
@@ -397,6 +428,7 @@ def http_calls(*, quick: bool = False) -> dict[str, Any]:
         out["passthrough_over_unpatched_us"] = out["passthrough_us"] - out["unpatched_us"]
         _with_close(out, closes, n, "unpatched")
         out.update(_context(client, server, store, n // 2))
+        out.update(_streamed(client, server, store, n // 2))
         out.update(_instrumented(client, store, n))
 
         def program(rec: Any) -> None:
