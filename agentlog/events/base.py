@@ -373,7 +373,7 @@ def lift(type: str, payload: Mapping[str, Any]) -> Mapping[str, Any]:
     """``payload`` lifted to the version of ``type`` this code writes (the same object if it is).
 
     >>> lift("llm.response", {"key": "k", "usage": {"input_tokens": 1, "cost_usd": None}})["$v"]
-    2
+    3
     >>> lift("note", {"text": "hi"})
     {'text': 'hi'}
 
