@@ -20,7 +20,10 @@ effect the program was told of, so the processor does not make the agent wait fo
 an instrumented model call costs the one fsync of its answer, not two. Until they are
 written, held events are not acknowledged: a crash loses them, and nothing written before; a
 power loss can lose the last 50 ms of spans written to the OS, never an event the recorder
-acknowledged. What each span becomes is the OTLP import's mapping
+acknowledged. A span's attributes stay in its ``span.started`` up to 1 MiB (an
+instrumentor's ``input.value`` holds the whole request or state, unique to the span): no blob
+file, whose fsyncs would make the agent wait at the span's start. What each span becomes is
+the OTLP import's mapping
 (:mod:`agentlog.interop.spanmap`), with two differences that keep a recording replayable:
 the OpenTelemetry ids (random on every run) are not in the payload, and ``duration_ms`` is
 not taken from the span's clock (the events' ``ts`` say when each side happened).
@@ -299,7 +302,10 @@ class SpanProcessor(_SDKSpanProcessor):
             if rec not in self._tools:
                 self._watch(rec, sink)
             span_id = f"s{sink.next_seq}"
-            [event] = self._own(sink, [Emit(body, rec.actor, None, span_id)], hold=True)
+            # Its attributes (an instrumentor's input.value: the whole request, or state) are
+            # what the span saw, unique to it: kept in the event, not as blob files and their
+            # fsyncs, which would make the agent wait for the disk at every span's start.
+            [event] = self._own(sink, [Emit(body, rec.actor, None, span_id, inline=True)], hold=True)
             written = WrittenSpan(trace_id=f"{context.trace_id:032x}", otel_span_id=f"{context.span_id:016x}",
                                   span_id=span_id, kind=kind, started_seq=event.seq)
             self._live[context.span_id] = _Live(rec, written, None if above is None else above.span_id,

@@ -75,8 +75,8 @@ class Emit(NamedTuple):
     inline: bool = False
     """Keep the event's strings in it up to :data:`INLINE_MAX` bytes whatever the run's blob
     threshold: for a value unique to its event (a model call's HTTP body holds the whole
-    conversation), which a blob would store once all the same, at the cost of a file and
-    two fsyncs."""
+    conversation; a live span's attributes, what it saw), which a blob would store once all
+    the same, at the cost of a file and two fsyncs."""
 
 
 class _Staged(NamedTuple):

@@ -352,19 +352,24 @@ def test_force_flush_writes_the_held_spans(store: Any) -> None:
 
 
 def test_a_live_span_keeps_the_redaction_and_blobs_of_every_event(store: Any) -> None:
-    """A secret in a span attribute is redacted before it is hashed, a long one goes to a blob,
-    a status message too: the live processor's events are prepared like any other."""
+    """A secret in a span attribute is redacted before it is hashed; a long attribute stays in
+    its ``span.started`` (an instrumentor's ``input.value`` is unique to its span: a blob file
+    would cost fsyncs at every span's start) up to ``INLINE_MAX``, and goes to a blob past it;
+    a long status message goes to a blob: the live processor's events are prepared like any
+    other."""
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.trace import Status, StatusCode
+
+    from agentlog.store.writer import INLINE_MAX
 
     provider = TracerProvider()
     provider.add_span_processor(al.otel.SpanProcessor())
     tracer = provider.get_tracer("secrets")
-    long_text, long_error = "x" * 70_000, "boom " * 20_000
+    long_text, huge, long_error = "x" * 70_000, "y" * (INLINE_MAX + 1), "boom " * 20_000
     secrets = {"api_key": "sk-SECRET", "session_id": "s-SECRET", "url": "https://h.test/v1?key=K-SECRET&q=1"}
     with al.recording(store=store, name="secrets", redact=["session_id"]) as rec, \
             tracer.start_as_current_span("outer", attributes=secrets), \
-            tracer.start_as_current_span("inner", attributes={"prompt": long_text}) as inner:
+            tracer.start_as_current_span("inner", attributes={"prompt": long_text, "doc": huge}) as inner:
         inner.set_status(Status(StatusCode.ERROR, long_error))
     run = store.run(rec.run_id)
     assert run.verify().ok
@@ -372,11 +377,13 @@ def test_a_live_span_keeps_the_redaction_and_blobs_of_every_event(store: Any) ->
     outer = started["outer"].attributes
     assert outer["api_key"] == outer["session_id"] == "[REDACTED]"
     assert outer["url"] == "https://h.test/v1?key=%5BREDACTED%5D&q=1"
-    assert started["inner"].attributes["prompt"].text() == long_text  # a blob, read back whole
+    assert started["inner"].attributes["prompt"] == long_text  # in the event itself
+    assert started["inner"].attributes["doc"].text() == huge  # a blob, read back whole
     [failed] = [e for e in run.iter_events() if e.type == "span.ended" and e.payload["status"] == "error"]
     assert failed.payload["error"].text() == long_error
     stored = "".join(json.dumps(e.payload, default=repr) for e in run.iter_events())
-    assert "SECRET" not in stored and long_text not in stored
+    assert "SECRET" not in stored and huge not in stored and long_error not in stored
+    assert len([p for p in (store.path / "blobs").rglob("*") if p.is_file()]) == 2  # doc, the error
 
 
 @pytest.mark.usefixtures("no_background_write")  # fsyncs counted exactly
