@@ -213,6 +213,9 @@ def conversation(turns: int) -> Messages:
             for i in range(turns)]
 
 
+_CONTEXT = conversation(CONTEXT_TURNS)
+
+
 def _call(client: Any, messages: Messages = QUESTION, stream: bool = False) -> tuple[float, float]:
     """One ``chat.completions.create`` (streamed: its chunks read to the end): its wall time
     and this process's CPU time, seconds."""
@@ -301,13 +304,15 @@ def _outside() -> Iterator[None]:
         recorder._active.reset(token)
 
 
-def _instrumented(client: Any, store: Any, n: int) -> dict[str, Any]:
+def _instrumented(client: Any, server: Any, store: Any, n: int) -> dict[str, Any]:
     """The same call with the OpenInference OpenAI instrumentor on (``al.instrument``): its
     span goes through agentlog's processor, and in a recording joins the transport's exchange
     into one model call (the transport's 6 events and the span's own: the issue's "transport
     + span processor"). Baseline: instrumented, outside any recording (the instrumentor's own
     cost, which a user who traces already pays, and the processor finding no recording). A
-    phase of its own, after the plain rows: the instrumentor is global to the process."""
+    phase of its own, after the plain rows: the instrumentor is global to the process. Then
+    the ``instrumented_context_*`` rows: the same with the ``context`` rows' grown context
+    (the instrumentor's span carries the whole request in its attributes), half as many calls."""
     from opentelemetry.sdk.trace import TracerProvider
 
     import agentlog as al
@@ -321,6 +326,8 @@ def _instrumented(client: Any, store: Any, n: int) -> dict[str, Any]:
         with _side_by_side(store, rows_of) as (recs, closes):
             rows = _interleaved(client, n, {"instrumented": _outside, **{
                 row: lambda rec=rec: activate(rec) for row, rec in recs.items()}})
+        grown = _variant(client, server, store, n // 2, "instrumented_context", _grown,
+                         baseline=("outside", _outside))
     recorded = store.run(recs["instrumented_recording_none"].run_id)
     assert len(recorded.llm_calls()) == n, "one model call is one row: the span joined the exchange"
     out: dict[str, Any] = {"instrumented_events_per_call": round((len(recorded) - 2) / n, 2)}
@@ -331,19 +338,22 @@ def _instrumented(client: Any, store: Any, n: int) -> dict[str, Any]:
         out[f"{row}_over_instrumented_us"] = out[f"{row}_us"] - out["instrumented_us"]
         out[f"{row}_cpu_over_instrumented_us"] = out[f"{row}_cpu_us"] - out["instrumented_cpu_us"]
     _with_close(out, closes, n, "instrumented")
-    return out
+    return {**out, **grown}
 
 
 def _variant(client: Any, server: Any, store: Any, n: int, prefix: str,
-             messages: Callable[[int], Messages], stream: bool = False) -> dict[str, Any]:
-    """Rows ``<prefix>_unpatched`` / ``<prefix>_recording_fsync`` / ``<prefix>_recording_none``:
-    the call asked with ``messages(i)`` (streamed with ``stream``), unpatched and recorded,
-    taking turns; their figures as :func:`http_calls` gives the main rows'."""
+             messages: Callable[[int], Messages], stream: bool = False,
+             baseline: tuple[str, Callable[[], Any]] = ("unpatched", unpatched)) -> dict[str, Any]:
+    """Rows ``<prefix>_<baseline>`` / ``<prefix>_recording_fsync`` / ``<prefix>_recording_none``:
+    the call asked with ``messages(i)`` (streamed with ``stream``), unrecorded (``baseline``:
+    its name and context, default unpatched) and recorded, taking turns; their figures as
+    :func:`http_calls` gives the main rows'."""
     from agentlog.capture.recorder import activate
 
+    base, outside = baseline
     rows_of = {f"{prefix}_recording_fsync": "fsync", f"{prefix}_recording_none": "none"}
     with _side_by_side(store, rows_of) as (recs, closes):
-        rows = _interleaved(client, n, {f"{prefix}_unpatched": unpatched, **{
+        rows = _interleaved(client, n, {f"{prefix}_{base}": outside, **{
             row: lambda rec=rec: activate(rec) for row, rec in recs.items()}}, messages, stream)
     _, sent = server.requests[-1]
     out: dict[str, Any] = {f"{prefix}_request_bytes": len(json.dumps(sent, separators=(",", ":")))}
@@ -351,10 +361,15 @@ def _variant(client: Any, server: Any, store: Any, n: int, prefix: str,
         out[f"{name}_us"], out[f"{name}_cpu_us"] = round(wall), round(cpu)
     for durability in ("fsync", "none"):
         row = f"{prefix}_recording_{durability}"
-        out[f"{row}_over_unpatched_us"] = out[f"{row}_us"] - out[f"{prefix}_unpatched_us"]
-        out[f"{row}_cpu_over_unpatched_us"] = out[f"{row}_cpu_us"] - out[f"{prefix}_unpatched_cpu_us"]
-    _with_close(out, closes, n, "unpatched")
+        out[f"{row}_over_{base}_us"] = out[f"{row}_us"] - out[f"{prefix}_{base}_us"]
+        out[f"{row}_cpu_over_{base}_us"] = out[f"{row}_cpu_us"] - out[f"{prefix}_{base}_cpu_us"]
+    _with_close(out, closes, n, base)
     return out
+
+
+def _grown(i: int) -> Messages:
+    """The i-th call's messages in the ``context`` rows: the grown context and a new last one."""
+    return [*_CONTEXT, {"role": "user", "content": f"call {i}: what now?"}]
 
 
 def _context(client: Any, server: Any, store: Any, n: int) -> dict[str, Any]:
@@ -362,10 +377,7 @@ def _context(client: Any, server: Any, store: Any, n: int) -> dict[str, Any]:
     instead of one short question, its last message new at every call as an agent's is (so no
     two requests are alike): what recording costs as the context grows (the request is parsed,
     keyed and stored)."""
-    context = conversation(CONTEXT_TURNS)
-    out = _variant(client, server, store, n, "context",
-                   lambda i: [*context, {"role": "user", "content": f"call {i}: what now?"}])
-    return {"context_messages": CONTEXT_TURNS + 1, **out}
+    return {"context_messages": CONTEXT_TURNS + 1, **_variant(client, server, store, n, "context", _grown)}
 
 
 def _streamed(client: Any, server: Any, store: Any, n: int) -> dict[str, Any]:
@@ -429,7 +441,7 @@ def http_calls(*, quick: bool = False) -> dict[str, Any]:
         _with_close(out, closes, n, "unpatched")
         out.update(_context(client, server, store, n // 2))
         out.update(_streamed(client, server, store, n // 2))
-        out.update(_instrumented(client, store, n))
+        out.update(_instrumented(client, server, store, n))
 
         def program(rec: Any) -> None:
             for _ in range(calls):
