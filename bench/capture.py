@@ -282,13 +282,20 @@ def _side_by_side(store: Any, durabilities: dict[str, str]) -> Iterator[tuple[di
             closes[row] = time.perf_counter() - t0
 
 
-def _with_close(out: dict[str, Any], closes: dict[str, float], n: int, baseline: str) -> None:
-    """Each recorded row's close, and its figure over ``baseline`` with the close's share per
-    call added (``*_with_close_us``: what a call costs once its run is sealed)."""
+def _figures(out: dict[str, Any], rows: dict[str, tuple[float, float]], closes: dict[str, float],
+             n: int, base: str, over: str | None = None) -> None:
+    """Into ``out``: each row's medians (``<row>_us``, ``<row>_cpu_us``); each recorded row
+    (one with a close) over the row ``base`` (``<row>_over_<over>_us``, ``over`` defaulting to
+    ``base``, and its CPU), its close, and that figure with the close's share per call added
+    (``*_with_close_us``: what a call costs once its run is sealed)."""
+    over = over or base
+    for name, (wall, cpu) in rows.items():
+        out[f"{name}_us"], out[f"{name}_cpu_us"] = round(wall), round(cpu)
     for row, seconds in closes.items():
+        out[f"{row}_over_{over}_us"] = out[f"{row}_us"] - out[f"{base}_us"]
+        out[f"{row}_cpu_over_{over}_us"] = out[f"{row}_cpu_us"] - out[f"{base}_cpu_us"]
         out[f"{row}_close_ms"] = round(seconds * 1e3, 1)
-        out[f"{row}_over_{baseline}_with_close_us"] = round(
-            out[f"{row}_over_{baseline}_us"] + seconds / n * 1e6)
+        out[f"{row}_over_{over}_with_close_us"] = round(out[f"{row}_over_{over}_us"] + seconds / n * 1e6)
 
 
 @contextmanager
@@ -331,13 +338,7 @@ def _instrumented(client: Any, server: Any, store: Any, n: int) -> dict[str, Any
     recorded = store.run(recs["instrumented_recording_none"].run_id)
     assert len(recorded.llm_calls()) == n, "one model call is one row: the span joined the exchange"
     out: dict[str, Any] = {"instrumented_events_per_call": round((len(recorded) - 2) / n, 2)}
-    for name, (wall, cpu) in rows.items():
-        out[f"{name}_us"], out[f"{name}_cpu_us"] = round(wall), round(cpu)
-    for durability in ("fsync", "none"):
-        row = f"instrumented_recording_{durability}"
-        out[f"{row}_over_instrumented_us"] = out[f"{row}_us"] - out["instrumented_us"]
-        out[f"{row}_cpu_over_instrumented_us"] = out[f"{row}_cpu_us"] - out["instrumented_cpu_us"]
-    _with_close(out, closes, n, "instrumented")
+    _figures(out, rows, closes, n, "instrumented")
     return {**out, **grown}
 
 
@@ -357,13 +358,7 @@ def _variant(client: Any, server: Any, store: Any, n: int, prefix: str,
             row: lambda rec=rec: activate(rec) for row, rec in recs.items()}}, messages, stream)
     _, sent = server.requests[-1]
     out: dict[str, Any] = {f"{prefix}_request_bytes": len(json.dumps(sent, separators=(",", ":")))}
-    for name, (wall, cpu) in rows.items():
-        out[f"{name}_us"], out[f"{name}_cpu_us"] = round(wall), round(cpu)
-    for durability in ("fsync", "none"):
-        row = f"{prefix}_recording_{durability}"
-        out[f"{row}_over_{base}_us"] = out[f"{row}_us"] - out[f"{prefix}_{base}_us"]
-        out[f"{row}_cpu_over_{base}_us"] = out[f"{row}_cpu_us"] - out[f"{prefix}_{base}_cpu_us"]
-    _with_close(out, closes, n, base)
+    _figures(out, rows, closes, n, f"{prefix}_{base}", base)
     return out
 
 
@@ -430,15 +425,10 @@ def http_calls(*, quick: bool = False) -> dict[str, Any]:
             rows = _interleaved(client, n, {"unpatched": unpatched, "passthrough": passthrough, **{
                 row: lambda rec=rec: activate(rec) for row, rec in recs.items()}})
         assert len(store.run(none.run_id)) == 6 * n + 2, "every recorded call is in the run"
-        for name, (wall, cpu) in rows.items():
-            out[f"{name}_us"], out[f"{name}_cpu_us"] = round(wall), round(cpu)
+        _figures(out, rows, closes, n, "unpatched")
         for durability in ("fsync", "batch", "none"):
-            out[f"recording_{durability}_over_unpatched_us"] = out[f"recording_{durability}_us"] - out["unpatched_us"]
-            out[f"recording_{durability}_cpu_over_unpatched_us"] = (out[f"recording_{durability}_cpu_us"]
-                                                                    - out["unpatched_cpu_us"])
             out[f"recording_{durability}_ratio"] = round(out[f"recording_{durability}_us"] / out["unpatched_us"], 2)
         out["passthrough_over_unpatched_us"] = out["passthrough_us"] - out["unpatched_us"]
-        _with_close(out, closes, n, "unpatched")
         out.update(_context(client, server, store, n // 2))
         out.update(_streamed(client, server, store, n // 2))
         out.update(_instrumented(client, server, store, n))
