@@ -54,6 +54,11 @@ def make_program(remote: Remote) -> Any:
     return program
 
 
+def blob_files(store: Any) -> list[Path]:
+    """The blob files of a store."""
+    return [p for p in (store.path / "blobs").rglob("*") if p.is_file()]
+
+
 def store_bytes(root: Path) -> bytes:
     """Every byte of the store, with Parquet segments decoded (they are compressed on disk)."""
     chunks = []
@@ -117,7 +122,7 @@ def test_repeated_fetches_store_the_page_once(store: Any) -> None:
     run = al.record(scan, store=store)
     bodies = {e.payload["body"].digest for e in run.iter_events() if e.type == "http.response"}
     assert len(bodies) == 1
-    assert len([p for p in (store.path / "blobs").rglob("*") if p.is_file()]) < 10
+    assert len(blob_files(store)) < 10
 
 
 def test_user_named_header_is_redacted(store: Any) -> None:
@@ -201,10 +206,6 @@ def test_a_model_calls_key_is_the_requests_llm_key(store: Any, temperature: floa
     assert asked.payload["params"] == {"temperature": temperature}
 
 
-def _blob_files(store: Any) -> list[Path]:
-    return [p for p in (store.path / "blobs").rglob("*") if p.is_file()]
-
-
 def test_a_model_calls_long_body_stays_in_its_event_and_other_long_bodies_are_blobs(store: Any) -> None:
     """A model call's request body holds the whole conversation, unique to the call: it stays
     in its ``http.request`` past the run's blob threshold (a blob would cost a file and two
@@ -236,5 +237,5 @@ def test_a_model_calls_long_body_stays_in_its_event_and_other_long_bodies_are_bl
     assert not isinstance(fetched.payload["body"], str) and HTTPResponse.of(fetched).content == page.encode()
     [asked] = [e for e in run.iter_events() if e.type == "llm.request"]
     assert not isinstance(asked.payload["messages"][3]["content"], str)  # the long message: a blob
-    assert len(_blob_files(store)) == 2  # that message and the page
+    assert len(blob_files(store)) == 2  # that message and the page
     assert al.replay(program, run).ok
