@@ -18,6 +18,7 @@ rejected emit writes nothing.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -66,6 +67,13 @@ class PayloadPreparer:
         # encoding is needed to know it stays inline.
         self._quick = threshold // 4
         self._secret: dict[str, bool] = {}  # key name -> a secret's (see _learn)
+
+    def with_threshold(self, threshold: int) -> PayloadPreparer:
+        """The same walk (one redactor, one memory of secret names) with another blob
+        threshold."""
+        other = copy.copy(self)
+        other.threshold, other._quick = threshold, threshold // 4
+        return other
 
     def prepare(self, payload: Mapping[str, Any]) -> PreparedPayload:
         """Walk ``payload`` once; the caller has checked that it is a mapping.

@@ -163,8 +163,7 @@ class RunWriter:
         self._stored: dict[str, int] = {}  # digest -> size of the blobs this writer just stored
         self._prep = PayloadPreparer(redact=redact, threshold=blob_threshold,
                                      reader=store.blobs.read)
-        self._prep_inline = PayloadPreparer(redact=redact, threshold=max(blob_threshold, INLINE_MAX),
-                                            reader=store.blobs.read)  # for Emit(..., inline=True)
+        self._prep_inline = self._prep.with_threshold(max(blob_threshold, INLINE_MAX))  # Emit(inline=True)
         self._wal = WalAppender(path / WAL_NAME, durability)
         self.on_seal: Callable[[int, bool], None] | None = None
         """Called after each seal with the seq the segment ends before and whether the writer
