@@ -54,7 +54,12 @@ Rows: the recording as ``al.recording`` makes it (``durability="fsync"``: a root
 are written when it ends, with no fsync of their own: the writer's thread fsyncs them within
 50 ms, and the close, which the time includes, fsyncs the rest); the same writer with ``durability="none"`` (the operating
 system left to write); and a recorder whose sink keeps nothing (``nothing``: the processor's
-own cost, mapping the span to its events, without the store's append). Medians of the trials; a
+own cost, mapping the span to its events, without the store's append). ``floor_*`` (``plain``
+and ``nested``): the same spans through a processor that writes the same two chained WAL lines
+a span and nothing else (:class:`_FloorProcessor`: no checks, redaction, segment or recorder),
+the most a Python processor keeping this vocabulary could reach here; ``floor_over_none`` is how
+many times agentlog's ``none`` row it runs; ``floor_one_line_*``: the same with one line a span
+(:class:`_FloorOneLine`), what a vocabulary of one event a span would buy. Medians of the trials; a
 fresh process. Each part is a function returning its figures, and ``main`` prints them as one
 JSON line.
 """
@@ -75,6 +80,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import logger
+from opentelemetry.sdk.trace import SpanProcessor
 
 log = logger("capture")
 
@@ -115,6 +121,76 @@ def _rate(trials: int, count: int, run: Callable[[], None]) -> tuple[float, floa
         walls.append(time.perf_counter() - t0)
         cpus.append(time.process_time() - c0)
     return count / statistics.median(walls), count / max(statistics.median(cpus), 1e-9)
+
+
+class _FloorProcessor(SpanProcessor):
+    """The floor: a span processor that writes each span as agentlog's two WAL lines
+    (``span.started``, ``span.ended``, chained by :func:`agentlog.chain.chain_hash`, encoded by
+    :func:`agentlog.store.wal.encode_line`), held until the root span ends and then appended
+    with one ``write``, as agentlog's processor does, and nothing else: no typed bodies and
+    their checks, no redaction or blob walk, no Parquet segment, no recorder. Not a peer: the
+    least two chained lines a span cost in this interpreter, the ceiling of any processor that
+    keeps this vocabulary in Python."""
+
+    def __init__(self, path: str) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._seq, self._head = 0, "0" * 64
+        self._held: list[bytes] = []
+        self._live: dict[int, tuple[str, bool]] = {}
+        self._started: dict[int, tuple[str | None, int]] = {}
+
+    def _line(self, type: str, payload: dict[str, Any], span_id: str) -> None:
+        import orjson
+
+        from agentlog.chain import body_text, chain_hash
+        from agentlog.store.wal import encode_line
+
+        payload_json = orjson.dumps(payload, option=orjson.OPT_SORT_KEYS).decode()
+        body = body_text(self._seq, type, payload_json, None, None, span_id, time.time_ns() // 1000,
+                         None, None, None, None, None, None)
+        self._head = chain_hash(self._head, body)
+        self._held.append(encode_line(self._head, body))
+        self._seq += 1
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        above = span.parent
+        parent = self._live.get(above.span_id) if above is not None else None
+        span_id = f"s{self._seq}"
+        self._live[span.context.span_id] = (span_id, parent is None)
+        self._line("span.started", {"name": span.name, "kind": "chain", "parent": parent and parent[0],
+                                    "otel": {"kind": span.kind.name, "scope": span.instrumentation_scope.name}},
+                   span_id)
+
+    def on_end(self, span: Any) -> None:
+        span_id, root = self._live.pop(span.context.span_id)
+        self._line("span.ended", {"name": span.name, "status": "ok", "error": None}, span_id)
+        if root:
+            os.write(self._fd, b"".join(self._held))
+            self._held = []
+
+    def shutdown(self) -> None:
+        os.close(self._fd)
+
+
+class _FloorOneLine(_FloorProcessor):
+    """:class:`_FloorProcessor` with one line a span instead of two: a ``span`` line written
+    at its end, with its start time (a vocabulary agentlog does not have: what it would buy)."""
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        above = span.parent
+        parent = self._live.get(above.span_id) if above is not None else None
+        self._live[span.context.span_id] = (f"s{span.context.span_id:x}", parent is None)
+        self._started[span.context.span_id] = (parent and parent[0], time.time_ns() // 1000)
+
+    def on_end(self, span: Any) -> None:
+        span_id, root = self._live.pop(span.context.span_id)
+        parent, ts = self._started.pop(span.context.span_id)
+        self._line("span", {"name": span.name, "kind": "chain", "parent": parent, "started": ts,
+                            "otel": {"kind": span.kind.name, "scope": span.instrumentation_scope.name},
+                            "status": "ok", "error": None}, span_id)
+        if root:
+            os.write(self._fd, b"".join(self._held))
+            self._held = []
 
 
 class _CountingSink:
@@ -176,10 +252,21 @@ def otel_spans(*, quick: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {"trials": trials}
     with tempfile.TemporaryDirectory() as tmp:
         store = al.Store(tmp)
+        floor_provider = TracerProvider()
+        floor_provider.add_span_processor(_FloorProcessor(os.path.join(tmp, "floor.wal")))
+        floor = floor_provider.get_tracer("bench")
+        one_line_provider = TracerProvider()
+        one_line_provider.add_span_processor(_FloorOneLine(os.path.join(tmp, "floor1.wal")))
+        one_line = one_line_provider.get_tracer("bench")
         for shape, make in SHAPES.items():
             count = 300 if quick else 2000
             base, base_cpu = _rate(trials, count, lambda make=make, count=count: make(bare, count))
             row: dict[str, Any] = {"bare_sdk_spans_per_s": round(base), "bare_sdk_cpu_spans_per_s": round(base_cpu)}
+            if shape != "llm":  # the floor writes plain spans only
+                rate, cpu = _rate(trials, count, lambda make=make, count=count: make(floor, count))
+                row["floor_spans_per_s"], row["floor_cpu_spans_per_s"] = round(rate), round(cpu)
+                rate, cpu = _rate(trials, count, lambda make=make, count=count: make(one_line, count))
+                row["floor_one_line_spans_per_s"], row["floor_one_line_cpu_spans_per_s"] = round(rate), round(cpu)
             for durability in ("nothing", "none", "fsync"):
                 n = count if durability != "fsync" or shape == "nested" else count // 4
 
@@ -193,6 +280,8 @@ def otel_spans(*, quick: bool = False) -> dict[str, Any]:
                 row[f"{durability}_cpu_us_per_span_over_bare"] = round(1e6 / cpu - 1e6 / base_cpu, 1)
                 log(f"{shape} spans, durability {durability}: {rate:,.0f}/s wall, {cpu:,.0f}/s CPU "
                     f"(bare SDK {base:,.0f}/s wall, {base_cpu:,.0f}/s CPU)")
+            if "floor_spans_per_s" in row:
+                row["floor_over_none"] = round(row["floor_spans_per_s"] / row["none_spans_per_s"], 2)
             out[shape] = row
     out["target_spans_per_s>=20000"] = max(out["plain"]["none_spans_per_s"], out["nested"]["none_spans_per_s"]) >= 20000
     out["load_average_1min"] = round(os.getloadavg()[0], 2)
