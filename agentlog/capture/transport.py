@@ -54,9 +54,11 @@ answer the program saw).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import logging
+import threading
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
@@ -91,7 +93,7 @@ from .recorder import OpenSpan, Recorder, active_recorder, call_failed
 from .streams import assemble, sse_events
 
 __all__ = ["HTTPX_MODULES", "KEPT_RESPONSE_HEADERS", "RecordingTransport", "TransportCall", "async_client", "client",
-           "exchange", "install", "installed", "model_calls", "uninstall"]
+           "exchange", "flow", "install", "installed", "model_calls", "uninstall"]
 
 #: Response headers kept in the log: enough to rebuild the response, nothing that varies per
 #: request (dates, request ids) or that no longer applies (content-encoding: the body is stored
@@ -157,6 +159,21 @@ class TransportCall:
     model: str | None
     joined: bool = False
     """True once an OpenTelemetry span of the same call was joined to it."""
+    thread: int = 0
+    """The thread that asked it (:func:`flow`)."""
+    task: int | None = None
+    """The ``id`` of the asyncio task that asked it, if one did (:func:`flow`)."""
+    shared: bool = False
+    """True once a second span took it as its call by the flow it started in (see
+    :mod:`agentlog.otel.processor`)."""
+
+
+def flow() -> tuple[int, asyncio.Task[Any] | None]:
+    """Where the calling code runs: its thread, and its asyncio task when a loop runs in that
+    thread. Code of one flow runs one step after another, so a span opened in a flow is still
+    open around any call the same flow makes before the span ends."""
+    loop = asyncio._get_running_loop()  # None outside a loop, with no exception raised and caught
+    return threading.get_ident(), asyncio.current_task(loop) if loop is not None else None
 
 
 _calls: weakref.WeakKeyDictionary[Recorder, deque[TransportCall]] = weakref.WeakKeyDictionary()
@@ -220,6 +237,8 @@ class _Asked:
     request: Event
     llm_key: str | None = None
     llm_request: Event | None = None
+    flow: tuple[int, int | None] = (0, None)
+    """Where it was asked: the thread, and the ``id`` of the task (:func:`flow`)."""
 
     def answered(self, status: int, headers: dict[str, Any], media: str, content: bytes,
                  started: float) -> None:
@@ -246,7 +265,7 @@ class _Asked:
         events = rec.emit_many(items)
         span.ended = True
         if asked is not None and len(events) == 3:
-            model_calls(rec).append(TransportCall(asked.seq, events[1].seq, events[1].model))
+            model_calls(rec).append(TransportCall(asked.seq, events[1].seq, events[1].model, False, *self.flow))
 
 
 def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redact: Iterable[str],
@@ -290,7 +309,9 @@ def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redac
                 OpenSpan(rec, name, span_id, taken[0].seq, None).close(exc)
         raise
     span = OpenSpan(rec, name, span_id, taken[0].seq, None)
-    return _Asked(rec, call, span, key, taken[-1], llm_key, taken[1] if call is not None else None)
+    thread, task = flow()
+    return _Asked(rec, call, span, key, taken[-1], llm_key, taken[1] if call is not None else None,
+                  (thread, None if task is None else id(task)))
 
 
 def _serve(asked: _Asked, http: Any) -> Any:
@@ -309,7 +330,7 @@ def _serve(asked: _Asked, http: Any) -> Any:
     answer = HTTPResponse.of(served)
     if call is not None and asked.llm_request is not None and asked.llm_key is not None:
         done = _served_answer(rec, call, asked.llm_key, answer, asked.llm_request)
-        model_calls(rec).append(TransportCall(asked.llm_request.seq, done.seq, done.model))
+        model_calls(rec).append(TransportCall(asked.llm_request.seq, done.seq, done.model, False, *asked.flow))
     return _response(answer, http)
 
 

@@ -36,6 +36,14 @@ recording, or the recorder's own open span, whichever opened last.
 
 **One model call, one row.** An ``llm`` span whose ``llm`` child wrote the call (the OpenAI
 Agents SDK's ``response`` span around the OpenAI client's span) writes no call of its own.
+Nor does an ``llm`` span whose call the HTTP transport wrote and another span joined first,
+when OpenTelemetry does not nest the two: LangChain's spans are opened from callbacks and
+never become the current span, so with both the LangChain and the OpenAI instrumentors on,
+the client's span of each call is a root of its own trace beside the framework's span. The
+call is the span's when it was asked in the flow (thread and asyncio task) the span started
+in, or, for a span opened outside any task from a thread that asks no calls (LangChain's
+callbacks run in a thread pool in an async run), by a task while the span was open
+(:func:`_share_transport_call`).
 
 **The hook for joining the HTTP transport's row.** Before an ``llm`` span writes its request
 and answer, :attr:`SpanProcessor.join` (if set) is called with the recorder, the span and the
@@ -75,7 +83,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from ..capture.recorder import Recorder, active_recorder
 from ..capture.sinks import Sink
-from ..capture.transport import model_calls
+from ..capture.transport import TransportCall, flow, model_calls
 from ..errors import DivergenceError, RunClosedError
 from ..events import Body, Event, ToolCall, ToolResult
 from ..interop.otlp_read import OtelSpan, from_sdk_span
@@ -131,6 +139,11 @@ class _Live:
     root: bool = False
     """No span of the same recording was open above it when it started: its end writes the
     events held since (:meth:`~agentlog.RunWriter.emit_many`)."""
+    thread: int = 0
+    """The thread it started in."""
+    task: Any = None
+    """The asyncio task it started in, if any (held, so that its ``id`` is no other's while
+    the span is open)."""
 
 
 @dataclass(slots=True)
@@ -308,8 +321,9 @@ class SpanProcessor(_SDKSpanProcessor):
             [event] = self._own(sink, [Emit(body, rec.actor, None, span_id, inline=True)], hold=True)
             written = WrittenSpan(trace_id=f"{context.trace_id:032x}", otel_span_id=f"{context.span_id:016x}",
                                   span_id=span_id, kind=kind, started_seq=event.seq)
+            thread, task = flow()
             self._live[context.span_id] = _Live(rec, written, None if above is None else above.span_id,
-                                                root=parent is None)
+                                                root=parent is None, thread=thread, task=task)
             written_here = self._written.get(sink.run_id)
             if written_here is None:
                 written_here = self._written[sink.run_id] = deque(maxlen=WRITTEN_KEPT)
@@ -341,7 +355,7 @@ class SpanProcessor(_SDKSpanProcessor):
                 # The default join, asked first: a call the transport wrote is the span's, so
                 # the span's own call is not built only to be dropped.
                 joined = (kind == LLM and not covered and self.join == self.join_transport
-                          and _take_transport_call(rec, written.started_seq))
+                          and (_take_transport_call(rec, written.started_seq) or _share_transport_call(rec, live)))
                 if (covered or joined) and not span.events:
                     plain = None  # nothing of the span is read further
                 else:
@@ -490,16 +504,64 @@ def _write(rec: Recorder, sink: Sink, items: Sequence[Emit | _Raw], *, hold: boo
     return events
 
 
+#: How many joined model calls are kept per recording after they leave the transport's list,
+#: for :func:`_share_transport_call`.
+JOINED_KEPT = 64
+_joined: weakref.WeakKeyDictionary[Recorder, deque[TransportCall]] = weakref.WeakKeyDictionary()
+
+
 def _take_transport_call(rec: Recorder, started: int) -> bool:
     """Join the oldest model call the HTTP transport wrote into ``rec``'s run after seq
     ``started`` (a span's start) and no span joined yet; ``False`` if there is none. The
-    calls joined at the front of the list are dropped from it (none is joined twice), so a
-    long instrumented run is not scanned from its first call at every span."""
+    calls joined at the front of the list leave it (none is joined twice), so a long
+    instrumented run is not scanned from its first call at every span; the last
+    :data:`JOINED_KEPT` of them are kept for :func:`_share_transport_call`."""
     calls = model_calls(rec)
-    while calls and calls[0].joined:
-        calls.popleft()
+    if calls and calls[0].joined:
+        joined = _joined.get(rec)
+        if joined is None:
+            joined = _joined[rec] = deque(maxlen=JOINED_KEPT)
+        while calls and calls[0].joined:
+            joined.append(calls.popleft())
     for call in calls:
         if not call.joined and call.request_seq > started:
             call.joined = True
+            return True
+    return False
+
+
+def _share_transport_call(rec: Recorder, live: _Live) -> bool:
+    """True when the model call of ``live`` (an ``llm`` span that found no call of its own to
+    join) is one the transport wrote while it was open and another span joined first: two
+    instrumentors' spans of one call that OpenTelemetry does not nest (a framework's span
+    opened from a callback, which never becomes the current span, and the client
+    instrumentor's span of the same call, a root). The call is the span's when
+    (oldest first):
+
+    - it was asked in the flow the span started in (the same thread and asyncio task,
+      :func:`~agentlog.capture.transport.flow`): one flow runs one step after another, so the
+      call ran inside the span; or
+    - the call was asked by an asyncio task, the span started outside any task, in a thread
+      that asked no model call since (a framework running its callbacks in a thread pool, as
+      LangChain does for an async run), and no other span took the call this way (each call
+      counts for one such span).
+
+    Calls asked from plain threads are shared only in their own thread: an ``llm`` span
+    opened in one thread with no HTTP call of its own (a cached answer, a local model) is
+    never taken for a call another thread made.
+    """
+    started, thread, task = live.written.started_seq, live.thread, live.task
+    task_id = None if task is None else id(task)
+    joined = [call for call in (*_joined.get(rec, ()), *model_calls(rec))
+              if call.joined and call.request_seq > started]
+    for call in joined:
+        if call.thread == thread and call.task == task_id:
+            call.shared = True
+            return True
+    if task is not None or any(call.thread == thread for call in model_calls(rec) if call.request_seq > started):
+        return False
+    for call in joined:
+        if not call.shared and call.task is not None and call.thread != thread:
+            call.shared = True
             return True
     return False

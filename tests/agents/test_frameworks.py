@@ -44,7 +44,7 @@ def _fork_at_the_tool_result(run: Any, program: Any, server: LLMServer) -> Any:
 # --- LangGraph ----------------------------------------------------------------------------------
 
 
-def _langgraph_agent(server: LLMServer) -> Any:
+def _langgraph_agent(server: LLMServer, async_client: Any = None) -> Any:
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
     from langgraph.prebuilt import create_react_agent
@@ -56,7 +56,8 @@ def _langgraph_agent(server: LLMServer) -> Any:
         """The status of a service."""
         return _status(service)
 
-    model = ChatOpenAI(model=MODEL, base_url=server.url, api_key="test", max_retries=0)  # type: ignore[arg-type]
+    model = ChatOpenAI(model=MODEL, base_url=server.url, api_key="test", max_retries=0,  # type: ignore[arg-type]
+                       http_async_client=async_client)
     with warnings.catch_warnings():  # LangGraph 1.x points to langchain.agents (not installed here)
         warnings.simplefilter("ignore", LangGraphDeprecatedSinceV10)
         return create_react_agent(model, [status])
@@ -113,6 +114,71 @@ def test_a_langgraph_agent_with_its_spans_counts_each_call_once(server: LLMServe
         assert traced.ended_seq is not None and traced.started_seq < calls[0].seq < traced.ended_seq
         assert al.replay(program, run).ok
         assert len(server.requests) == 2
+    finally:
+        handle.uninstrument()
+
+
+BOTH = ["openinference-instrumentation-langchain", "openinference-instrumentation-openai"]
+
+
+def _langgraph_program(graph: Any) -> Any:
+    def program(rec: Any) -> str:
+        return str(graph.invoke({"messages": [("user", QUESTION)]})["messages"][-1].content)
+    return program
+
+
+def _check_both_spans_one_row(handle: Any, run: Any) -> None:
+    """LangChain's LLM span and the OpenAI instrumentor's span of each call were both written,
+    and not nested: OpenTelemetry has the OpenAI span as a root of its own trace (LangChain's
+    spans are opened from callbacks and never become the current span), yet each call is one
+    row, paid once."""
+    _check_calls(run, 2)
+    written = handle.processor.written(run.id)
+    llm = [w for w in written if w.kind == "llm"]
+    assert len(llm) == 4, [(w.span_id, w.kind) for w in written]  # two spans for each of the two calls
+    assert len({w.trace_id for w in llm}) == 3  # the graph's trace, and one of the OpenAI span's per call
+    assert [w.call_seqs for w in llm] == [[]] * 4  # none wrote a call: the transport's is theirs
+    assert run.cost(by=())["cost_usd"].sum() == pytest.approx(2 * expected_cost(), rel=1e-12)
+
+
+def test_langgraph_traced_by_langchain_and_openai_instrumentors_counts_each_call_once(
+        server: LLMServer, store: Any) -> None:
+    """Both OpenInference instrumentors on (what ``al.instrument()`` does when both are
+    installed): the framework's span and the client's span of a call are one row."""
+    handle = al.instrument(instrumentors=BOTH)
+    try:
+        program = _langgraph_program(_langgraph_agent(server))
+        run = al.record(program, store=store, name="langgraph-both")
+        assert run.status == "finished", run.status
+        _check_both_spans_one_row(handle, run)
+        before = len(server.requests)
+        assert al.replay(program, run).ok
+        assert len(server.requests) == before
+    finally:
+        handle.uninstrument()
+
+
+def test_async_langgraph_traced_by_both_instrumentors_counts_each_call_once(
+        server: LLMServer, store: Any) -> None:
+    """The same graph run with ``ainvoke``: LangChain runs its tracer's callbacks in a thread
+    pool, so LangChain's LLM span starts outside the task that makes the call."""
+    import httpx
+
+    handle = al.instrument(instrumentors=BOTH)
+    try:
+        async def main() -> Any:
+            async with httpx.AsyncClient() as client:  # closed in its loop (LangChain's default outlives it)
+                graph = _langgraph_agent(server, client)
+
+                async def program(rec: Any) -> str:
+                    state = await graph.ainvoke({"messages": [("user", QUESTION)]})
+                    return str(state["messages"][-1].content)
+
+                return await al.arecord(program, store=store, name="langgraph-both-async")
+
+        run = asyncio.run(main())
+        assert run.status == "finished", run.status
+        _check_both_spans_one_row(handle, run)
     finally:
         handle.uninstrument()
 

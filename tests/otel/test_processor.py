@@ -171,6 +171,89 @@ def test_each_span_joins_one_transport_call_and_joined_calls_are_let_go(instrume
     assert len(llm_spans) == 17 and all(w.call_seqs == [] for w in llm_spans)  # none wrote a call of its own
 
 
+GENAI_CALL = {"gen_ai.operation.name": "chat", "gen_ai.system": "openai", "gen_ai.request.model": MODEL,
+              "gen_ai.response.model": MODEL, "gen_ai.usage.input_tokens": 7, "gen_ai.usage.output_tokens": 3}
+
+
+def _rows_of_two_flows(rec: Any, store: Any) -> Any:
+    """The model calls of ``rec``'s run: its own span's call (7 tokens in) and the other flow's (42)."""
+    run = store.run(rec.run_id)
+    return sorted(run.llm_calls()["input_tokens"].tolist())
+
+
+def test_an_llm_span_of_one_thread_is_not_taken_for_another_threads_call(instrumented: Any, store: Any) -> None:
+    """An ``llm`` span open in one thread, with no HTTP call of its own (a cached answer, a local
+    model), while another thread's instrumented call goes through the transport and ends first:
+    each is its own row. Only a call asked in the span's own flow (or, for a span a framework
+    opened from a thread pool, a task's) is taken for the span's."""
+    import contextvars
+    import threading
+
+    import httpx
+    import openai
+    from _endpoint import chat
+    from opentelemetry import trace
+
+    tracer = trace.get_tracer("test")
+    opened, asked = threading.Event(), threading.Event()
+
+    def cached() -> None:
+        with tracer.start_as_current_span("cached chat", attributes=GENAI_CALL):
+            opened.set()
+            assert asked.wait(10)
+
+    def call(rec: Any) -> None:
+        assert opened.wait(10)
+        client = openai.OpenAI(api_key="test", base_url="http://llm.test/v1",
+                               http_client=al.transport.client(rec, transport=httpx.MockTransport(chat)))
+        client.chat.completions.create(model=MODEL, messages=QUESTION)
+        asked.set()
+
+    with al.recording(store=store, name="two threads") as rec:
+        threads = [threading.Thread(target=contextvars.copy_context().run, args=(cached,)),
+                   threading.Thread(target=contextvars.copy_context().run, args=(call, rec))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(20)
+    assert _rows_of_two_flows(rec, store) == [GENAI_CALL["gen_ai.usage.input_tokens"], USAGE["prompt_tokens"]]
+
+
+def test_an_llm_span_of_one_task_is_not_taken_for_another_tasks_call(instrumented: Any, store: Any) -> None:
+    """The same with two asyncio tasks of one loop (one thread): the span's task asked no call."""
+    import httpx
+    import openai
+    from _endpoint import chat
+    from opentelemetry import trace
+
+    tracer = trace.get_tracer("test")
+
+    async def handle(request: httpx.Request) -> httpx.Response:
+        await request.aread()
+        return chat(request)
+
+    async def both(rec: Any) -> None:
+        opened, asked = asyncio.Event(), asyncio.Event()
+
+        async def cached() -> None:
+            with tracer.start_as_current_span("cached chat", attributes=GENAI_CALL):
+                opened.set()
+                await asked.wait()
+
+        async def call() -> None:
+            await opened.wait()
+            client = openai.AsyncOpenAI(api_key="test", base_url="http://llm.test/v1", http_client=al.transport.async_client(
+                rec, transport=httpx.MockTransport(handle)))
+            await client.chat.completions.create(model=MODEL, messages=QUESTION)
+            asked.set()
+
+        await asyncio.gather(cached(), call())
+
+    with al.recording(store=store, name="two tasks") as rec:
+        asyncio.run(both(rec))
+    assert _rows_of_two_flows(rec, store) == [GENAI_CALL["gen_ai.usage.input_tokens"], USAGE["prompt_tokens"]]
+
+
 def test_the_join_hook_sees_each_model_call_once(instrumented: Any, store: Any) -> None:
     seen: list[tuple[str, list[str]]] = []
 
