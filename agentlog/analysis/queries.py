@@ -132,14 +132,32 @@ def _ms(later: str, earlier: str) -> str:
     return f"((epoch_us({later}) - epoch_us({earlier})) / 1000.0)"
 
 
-def _first_span_started(src: str) -> str:
-    """The first ``span.started`` of each span: run_id, span_id, seq, ts, name, kind, parent."""
-    return f"""
+def _first_span_started(src: str, *, ended_kind: bool = True) -> str:
+    """The first ``span.started`` of each span: run_id, span_id, seq, ts, name, kind, parent.
+    ``kind`` is its first ``span.ended``'s when that tells one (a span whose kind was known
+    only at its end), unless ``ended_kind`` is false (the caller joins the end itself)."""
+    started = f"""
     SELECT run_id, span_id, seq, ts,
            {field(SpanStarted, SpanStarted.K.name)} AS name,
            {field(SpanStarted, SpanStarted.K.kind)} AS kind,
            {field(SpanStarted, SpanStarted.K.parent)} AS parent
     FROM {src} WHERE {_is(SPAN_STARTED)} AND span_id IS NOT NULL
+    QUALIFY row_number() OVER (PARTITION BY run_id, span_id ORDER BY seq) = 1"""
+    if not ended_kind:
+        return started
+    return f"""
+    SELECT s.run_id, s.span_id, s.seq, s.ts, s.name, coalesce(e.kind, s.kind) AS kind, s.parent
+    FROM ({started}) s LEFT JOIN ({_first_span_ended(src)}) e ON e.run_id = s.run_id AND e.span_id = s.span_id"""
+
+
+def _first_span_ended(src: str) -> str:
+    """The first ``span.ended`` of each span: run_id, span_id, seq, ts, status, error, kind."""
+    return f"""
+    SELECT run_id, span_id, seq, ts,
+           {field(SpanEnded, SpanEnded.K.status)} AS status,
+           {field(SpanEnded, SpanEnded.K.error)} AS error,
+           {field(SpanEnded, SpanEnded.K.kind)} AS kind
+    FROM {src} WHERE {_is(SPAN_ENDED)} AND span_id IS NOT NULL
     QUALIFY row_number() OVER (PARTITION BY run_id, span_id ORDER BY seq) = 1"""
 
 
@@ -147,7 +165,8 @@ def spans_sql(src: str) -> str:
     """The span tree (columns of :data:`~agentlog.analysis.columns.SPANS`, plus ``run_id``).
 
     - A span is a ``span.started`` (its ``span_id``, payload ``name``, ``kind``, ``parent``)
-      and the first ``span.ended`` with the same ``span_id`` (``status``, ``error``).
+      and the first ``span.ended`` with the same ``span_id`` (``status``, ``error``, and the
+      ``kind`` when the end tells one).
     - A span's parent is the recorded ``parent`` if that span exists and started before it
       (so a damaged log cannot make a cycle); otherwise the span is a root.
     - ``depth`` and the ``total_*`` roll-ups come from one recursive walk from every span up to
@@ -159,14 +178,11 @@ def spans_sql(src: str) -> str:
 WITH RECURSIVE
 st AS (
     SELECT run_id, span_id, seq AS start_seq, ts AS start_ts, name, kind, parent
-    FROM ({_first_span_started(src)})
+    FROM ({_first_span_started(src, ended_kind=False)})
 ),
 en AS (
-    SELECT run_id, span_id, seq AS end_seq, ts AS end_ts,
-           {field(SpanEnded, SpanEnded.K.status)} AS status,
-           {field(SpanEnded, SpanEnded.K.error)} AS error
-    FROM {src} WHERE {_is(SPAN_ENDED)} AND span_id IS NOT NULL
-    QUALIFY row_number() OVER (PARTITION BY run_id, span_id ORDER BY seq) = 1
+    SELECT run_id, span_id, seq AS end_seq, ts AS end_ts, status, error, kind
+    FROM ({_first_span_ended(src)})
 ),
 own AS (
     SELECT run_id, span_id, count(*) AS events,
@@ -180,7 +196,7 @@ own AS (
 ),
 last_ts AS (SELECT run_id, max(ts) AS last_ts FROM {src} GROUP BY run_id),
 s AS (
-    SELECT st.run_id, st.span_id, st.parent, st.name, st.kind, st.start_ts, st.start_seq,
+    SELECT st.run_id, st.span_id, st.parent, st.name, coalesce(en.kind, st.kind) AS kind, st.start_ts, st.start_seq,
            en.end_seq, coalesce(en.end_ts, l.last_ts) AS end_ts,
            CASE WHEN en.end_seq IS NULL THEN 'open' ELSE coalesce(en.status, 'ok') END AS status,
            en.error, coalesce(o.events, 0) AS events, o.model,

@@ -46,6 +46,15 @@ class SpanEnded(Body):
     """``ok`` or ``error``."""
     error: Text | None = None
     """What went wrong, for ``error``."""
+    kind: str | None = optional()
+    """The span's kind, when its end tells one its start did not (a framework's span whose
+    attributes are set as it ends, as LangChain's are): it replaces the ``span.started``'s. What
+    a tracer saw, as ``attributes``: a strict replay does not compare it."""
+    attributes: Mapping[str, Any] | None = optional()
+    """The attributes set or changed after the span started (a framework's span: its output,
+    often its input too), over the ``span.started``'s. What a tracer saw, not what the program
+    did: a strict replay does not compare them (they can hold values new on every run, such
+    as LangChain's message ids)."""
 
     @property
     def interrupted(self) -> bool:

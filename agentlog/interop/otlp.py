@@ -213,6 +213,8 @@ def _collect(events: Iterable[Event]) -> tuple[list[_Span], list[Event], int, in
             ended = SpanEnded.of(event)
             error = ended.error.text() if isinstance(ended.error, BlobRef) else ended.error
             span.end, span.status, span.error = event.ts, ended.status, error
+            span.kind = ended.kind or span.kind
+            span.attributes.update(ended.attributes or {})
         elif event.type in (LLM_REQUEST, TOOL_CALL) and span is not None and span.request is None:
             span.request = event
         elif event.type in (LLM_RESPONSE, TOOL_RESULT) and span is not None and span.response is None:

@@ -22,11 +22,16 @@ written, held events are not acknowledged: a crash loses them, and nothing writt
 power loss can lose the last 50 ms of spans written to the OS, never an event the recorder
 acknowledged. A span's attributes stay in its ``span.started`` up to 1 MiB (an
 instrumentor's ``input.value`` holds the whole request or state, unique to the span): no blob
-file, whose fsyncs would make the agent wait at the span's start. What each span becomes is
+file, whose fsyncs would make the agent wait at the span's start. The attributes set or
+changed after it started (a framework that sets them as the span ends, as LangChain's
+instrumentor does: its input, output, kind) are its ``span.ended``'s, kept the same way. What each span becomes is
 the OTLP import's mapping
 (:mod:`agentlog.interop.spanmap`), with two differences that keep a recording replayable:
 the OpenTelemetry ids (random on every run) are not in the payload, and ``duration_ms`` is
-not taken from the span's clock (the events' ``ts`` say when each side happened).
+not taken from the span's clock (the events' ``ts`` say when each side happened); and one
+that comes from writing a span while it runs: what its attributes were when it started is
+its ``span.started``'s, what they became its ``span.ended``'s (an import, which sees the
+finished span, writes them all at the start).
 
 Which recording: the one active in the context that starts the span (contextvars, so asyncio
 tasks and copied contexts follow it), else the one the span's parent went to (a thread that
@@ -85,7 +90,7 @@ from ..capture.recorder import Recorder, active_recorder
 from ..capture.sinks import Sink
 from ..capture.transport import TransportCall, flow, model_calls
 from ..errors import DivergenceError, RunClosedError
-from ..events import Body, Event, ToolCall, ToolResult
+from ..events import Body, Event, SpanStarted, ToolCall, ToolResult
 from ..interop.otlp_read import OtelSpan, from_sdk_span
 from ..interop.spanmap import LLM, Out, call_outs, ended_of, event_outs, span_kind, started_of
 from ..store.writer import Emit
@@ -139,6 +144,8 @@ class _Live:
     root: bool = False
     """No span of the same recording was open above it when it started: its end writes the
     events held since (:meth:`~agentlog.RunWriter.emit_many`)."""
+    started: SpanStarted | None = None
+    """Its ``span.started``: what its end adds is measured against it."""
     thread: int = 0
     """The thread it started in."""
     task: Any = None
@@ -323,7 +330,7 @@ class SpanProcessor(_SDKSpanProcessor):
                                   span_id=span_id, kind=kind, started_seq=event.seq)
             thread, task = flow()
             self._live[context.span_id] = _Live(rec, written, None if above is None else above.span_id,
-                                                root=parent is None, thread=thread, task=task)
+                                                root=parent is None, started=body, thread=thread, task=task)
             written_here = self._written.get(sink.run_id)
             if written_here is None:
                 written_here = self._written[sink.run_id] = deque(maxlen=WRITTEN_KEPT)
@@ -338,10 +345,11 @@ class SpanProcessor(_SDKSpanProcessor):
         code = _CODE_VALUES.get(status.status_code)
         if kind not in _CALLS and code is not None and not span.events:
             # the usual span: no call, no span events, only its span.ended
-            last = ended_of(span.name, attributes, code, status.description or None)
+            last = ended_of(span.name, attributes, code, status.description or None, started=live.started, kind=kind)
             with self._lock:
                 if last is not None:
-                    [event] = self._own(sink, [Emit(last, rec.actor, written.started_seq, written.span_id)],
+                    [event] = self._own(sink, [Emit(last, rec.actor, written.started_seq, written.span_id,
+                                                    inline=True)],
                                         hold=not live.root)
                     written.ended_seq = event.seq
                 elif live.root:
@@ -376,9 +384,10 @@ class SpanProcessor(_SDKSpanProcessor):
                 if plain is not None and plain.events:
                     for _, _, out in sorted(event_outs(plain), key=lambda item: item[:2]):
                         items.append(_item(out, rec, written.span_id, None))
-            last = ended_of(span.name, attributes, status.status_code.value, status.description or None)
+            last = ended_of(span.name, attributes, status.status_code.value, status.description or None,
+                            started=live.started, kind=kind)
             if last is not None:
-                items.append(Emit(last, rec.actor, written.started_seq, written.span_id))
+                items.append(Emit(last, rec.actor, written.started_seq, written.span_id, inline=True))
             if items:
                 events = self._own(sink, items, hold=not live.root, rec=rec)
                 written.call_seqs.extend(e.seq for e in events[:calls])

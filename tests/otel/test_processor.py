@@ -13,7 +13,7 @@ import pytest
 from _endpoint import MODEL, USAGE, async_openai_client, openai_client
 
 import agentlog as al
-from agentlog.events import LLMResponse, SpanStarted
+from agentlog.events import LLMResponse, SpanEnded, SpanStarted
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "interop"))
 from _interop_sources import otlp_json
@@ -254,6 +254,50 @@ def test_an_llm_span_of_one_task_is_not_taken_for_another_tasks_call(instrumente
     assert _rows_of_two_flows(rec, store) == [GENAI_CALL["gen_ai.usage.input_tokens"], USAGE["prompt_tokens"]]
 
 
+def test_what_a_span_tells_at_its_end_is_its_span_ended(store: Any, tmp_path: Path) -> None:
+    """A framework that sets a span's attributes as it ends (LangChain's instrumentor does: its
+    input, output and kind): the attributes set or changed after the start are the
+    ``span.ended``'s, the kind they tell is the span's in ``run.spans()`` and in the OTLP export,
+    and a strict replay does not compare them (they can hold values new on every run), while it
+    still compares the rest of the ``span.ended``."""
+    import uuid
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.trace import Status, StatusCode
+
+    provider = TracerProvider()
+    provider.add_span_processor(al.otel.SpanProcessor())
+    tracer = provider.get_tracer("framework")
+    fail = [False]
+
+    def program(rec: Any) -> str:
+        with tracer.start_as_current_span("Planner", attributes={"input.mime_type": "text/plain"}) as span:
+            span.set_attributes({"openinference.span.kind": "AGENT", "input.mime_type": "text/plain",
+                                 "output.value": "restart the api", "message.id": str(uuid.uuid4())})
+            if fail[0]:
+                span.set_status(Status(StatusCode.ERROR, "changed"))
+        return "done"
+
+    run = al.record(program, store=store, name="set at the end")
+    [started] = [SpanStarted.of(e) for e in run.iter_events() if e.type == "span.started"]
+    [ended] = [SpanEnded.of(e) for e in run.iter_events() if e.type == "span.ended"]
+    assert started.kind == "chain" and started.attributes == {"input.mime_type": "text/plain"}
+    assert ended.kind == "agent"  # what the attributes tell once set
+    assert ended.attributes is not None and set(ended.attributes) == {"openinference.span.kind", "output.value",
+                                                                      "message.id"}
+    assert run.spans()["kind"].tolist() == ["agent"]
+    exported = [{a["key"]: a["value"] for a in s["attributes"]}
+                for s in al.interop.export_otlp(run)["resourceSpans"][0]["scopeSpans"][0]["spans"]]
+    [exported] = [a for a in exported if a.get("agentlog.span.name") == {"stringValue": "Planner"}]
+    assert exported["agentlog.span.kind"] == {"stringValue": "agent"}
+    assert exported["output.value"] == {"stringValue": "restart the api"}
+    assert exported["openinference.span.kind"] == {"stringValue": "AGENT"}
+    assert al.replay(program, run).ok  # a new message id: not compared
+    fail[0] = True
+    diverged = al.replay(program, run)
+    assert not diverged.ok and diverged.divergence is not None and "status" in str(diverged.divergence)
+
+
 def test_the_join_hook_sees_each_model_call_once(instrumented: Any, store: Any) -> None:
     seen: list[tuple[str, list[str]]] = []
 
@@ -438,8 +482,8 @@ def test_a_live_span_keeps_the_redaction_and_blobs_of_every_event(store: Any) ->
     """A secret in a span attribute is redacted before it is hashed; a long attribute stays in
     its ``span.started`` (an instrumentor's ``input.value`` is unique to its span: a blob file
     would cost fsyncs at every span's start) up to ``INLINE_MAX``, and goes to a blob past it;
-    a long status message goes to a blob: the live processor's events are prepared like any
-    other."""
+    the same for its ``span.ended`` (a long status message, the attributes set at the end):
+    the live processor's events are prepared like any other."""
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.trace import Status, StatusCode
 
@@ -451,9 +495,10 @@ def test_a_live_span_keeps_the_redaction_and_blobs_of_every_event(store: Any) ->
     long_text, huge, long_error = "x" * 70_000, "y" * (INLINE_MAX + 1), "boom " * 20_000
     secrets = {"api_key": "sk-SECRET", "session_id": "s-SECRET", "url": "https://h.test/v1?key=K-SECRET&q=1"}
     with al.recording(store=store, name="secrets", redact=["session_id"]) as rec, \
-            tracer.start_as_current_span("outer", attributes=secrets), \
+            tracer.start_as_current_span("outer", attributes=secrets) as outer_span, \
             tracer.start_as_current_span("inner", attributes={"prompt": long_text, "doc": huge}) as inner:
         inner.set_status(Status(StatusCode.ERROR, long_error))
+        outer_span.set_attributes({"output.value": long_text, "password": "p-SECRET", "report": huge})
     run = store.run(rec.run_id)
     assert run.verify().ok
     started = {SpanStarted.of(e).name: SpanStarted.of(e) for e in run.iter_events() if e.type == "span.started"}
@@ -463,10 +508,14 @@ def test_a_live_span_keeps_the_redaction_and_blobs_of_every_event(store: Any) ->
     assert started["inner"].attributes["prompt"] == long_text  # in the event itself
     assert started["inner"].attributes["doc"].text() == huge  # a blob, read back whole
     [failed] = [e for e in run.iter_events() if e.type == "span.ended" and e.payload["status"] == "error"]
-    assert failed.payload["error"].text() == long_error
+    assert failed.payload["error"] == long_error  # in the event itself
+    [ended] = [SpanEnded.of(e) for e in run.iter_events() if e.type == "span.ended" and e.payload["name"] == "outer"]
+    assert ended.attributes is not None and set(ended.attributes) == {"output.value", "password", "report"}
+    assert ended.attributes["output.value"] == long_text and ended.attributes["password"] == "[REDACTED]"
+    assert ended.attributes["report"].text() == huge
     stored = "".join(json.dumps(e.payload, default=repr) for e in run.iter_events())
-    assert "SECRET" not in stored and huge not in stored and long_error not in stored
-    assert len([p for p in (store.path / "blobs").rglob("*") if p.is_file()]) == 2  # doc, the error
+    assert "SECRET" not in stored and huge not in stored
+    assert len([p for p in (store.path / "blobs").rglob("*") if p.is_file()]) == 1  # doc and report: one blob
 
 
 @pytest.mark.usefixtures("no_background_write")  # fsyncs counted exactly
