@@ -22,7 +22,7 @@ Needs ``pip install 'agentlog[fleet]'``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -31,7 +31,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..events import LLM_RESPONSE, SPAN_STARTED, TOOL_RESULT, SpanStarted
+from ..events import LLM_RESPONSE, SPAN_ENDED, SPAN_STARTED, TOOL_RESULT, SpanEnded, SpanStarted
 from . import columns as C
 
 if TYPE_CHECKING:
@@ -165,19 +165,30 @@ def _usage_rows(table: pa.Table) -> pa.Array:
 
 
 def _first_spans(events: pa.Table) -> pd.DataFrame:
-    """``(run_id, span_id, span, kind)``: the name and kind of each span's first ``span.started``."""
-    started = events.filter(pc.and_(pc.equal(events.column("type"), SPAN_STARTED),
-                                    pc.is_valid(events.column("span_id"))))
-    started = started.sort_by([("run_id", "ascending"), ("seq", "ascending")])
+    """``(run_id, span_id, span, kind)``: the name and kind of each span's first ``span.started``;
+    the kind its first ``span.ended`` tells instead, when that tells one (``queries.spans_sql``)."""
     seen: dict[tuple[str, str], tuple[str | None, str | None]] = {}
-    ids = zip(started.column("run_id").to_pylist(), started.column("span_id").to_pylist(), strict=True)
-    for key, payload in zip(ids, started.column("payload").to_pylist(), strict=True):
-        if key not in seen:
-            body = orjson.loads(payload)
-            seen[key] = (_text(body.get(SpanStarted.K.name)), _text(body.get(SpanStarted.K.kind)))
+    for key, body in _first_of_each_span(events, SPAN_STARTED):
+        seen[key] = (_text(body.get(SpanStarted.K.name)), _text(body.get(SpanStarted.K.kind)))
+    for key, body in _first_of_each_span(events, SPAN_ENDED):
+        kind = body.get(SpanEnded.K.kind)
+        if kind is not None and key in seen:
+            seen[key] = (seen[key][0], _text(kind))
     rows = [(*key, *value) for key, value in seen.items()]
     return _frame(pa.table({n: pa.array([row[i] for row in rows], pa.string())
                             for i, n in enumerate(("run_id", "span_id", "span", "kind"))}))
+
+
+def _first_of_each_span(events: pa.Table, type: str) -> Iterator[tuple[tuple[str, str], dict[str, Any]]]:
+    """``((run_id, span_id), payload)`` of the first event of ``type`` of each span, in seq order."""
+    found = events.filter(pc.and_(pc.equal(events.column("type"), type), pc.is_valid(events.column("span_id"))))
+    found = found.sort_by([("run_id", "ascending"), ("seq", "ascending")])
+    seen: set[tuple[str, str]] = set()
+    ids = zip(found.column("run_id").to_pylist(), found.column("span_id").to_pylist(), strict=True)
+    for key, payload in zip(ids, found.column("payload").to_pylist(), strict=True):
+        if key not in seen:
+            seen.add(key)
+            yield key, orjson.loads(payload)
 
 
 def _text(value: Any) -> str | None:

@@ -33,8 +33,9 @@ def cluster(s3_vars: dict[str, str]) -> Iterator[Any]:
 
 
 def _team(path: Path) -> al.Store:
-    """A fleet of span-shaped runs (failed calls among them) and a fork whose first own answer
-    sits in a span that started in its parent's prefix."""
+    """A fleet of span-shaped runs (failed calls among them), a fork whose first own answer
+    sits in a span that started in its parent's prefix, and a run whose span's end tells its
+    kind (a framework's span written live)."""
     local = fleet_store(path, runs=8, calls=12, segment_events=40, spans=True)
     ev = local.run("fleet-00003").events
     cut = int(ev[(ev["type"] == "llm.request") & (ev["span_id"] == "llm-5")]["seq"].iloc[0])
@@ -45,6 +46,13 @@ def _team(path: Path) -> al.Store:
                            message={"role": "assistant", "content": "  an   edited\nanswer "}),
                span_id="llm-5", actor="agent", caused_by=cut)
         w.emit(SpanEnded(name="gpt-4o"), span_id="llm-5", actor="agent")
+    from agentlog.events import SpanStarted
+    with local.create_run(run_id="late-kind", durability="none") as w:  # a span whose end tells its kind
+        w.emit(SpanStarted(name="ChatOpenAI", kind="chain"), span_id="lc", actor="agent")
+        w.emit(LLMResponse(key="late", model="gpt-4o", usage=Usage(input_tokens=5, output_tokens=2), cost_usd=0.5,
+                           cost_source="computed", message={"role": "assistant", "content": "ok"}),
+               span_id="lc", actor="agent")
+        w.emit(SpanEnded(name="ChatOpenAI", kind="llm"), span_id="lc", actor="agent")
     return local
 
 
@@ -55,9 +63,13 @@ def _spans_of(local: al.Store) -> pd.DataFrame:
     for run_id in local.list_runs():
         started = local.run(run_id).events_expanded("span.started").sort_values("seq")
         started = started.drop_duplicates("span_id", keep="first")
+        kinds = dict(zip(started["span_id"], started["kind"], strict=True))
+        ended = local.run(run_id).events_expanded("span.ended").sort_values("seq").drop_duplicates("span_id")
+        if "kind" in ended:  # the end's kind, when it tells one, is the span's
+            kinds.update({s: k for s, k in zip(ended["span_id"], ended["kind"], strict=True) if isinstance(k, str)})
         frames.append(pd.DataFrame({"run_id": run_id, "span_id": started["span_id"].astype(object),
                                     "span": started["name"].astype(object),
-                                    "kind": started["kind"].astype(object)}))
+                                    "kind": started["span_id"].map(kinds).astype(object)}))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -119,6 +131,8 @@ def test_dask_equals_duckdb_and_pandas_to_the_cent(tmp_path: Path, cluster: Any,
     fork = tables["run", "span", "kind"]
     fork = fork[fork["run_id"] == "fork-of-3"]
     assert fork[["span", "kind", "cost_usd"]].values.tolist() == [[name, "llm", 0.125]]
+    late = tables["run", "span", "kind"]
+    assert late[late["run_id"] == "late-kind"][["span", "kind", "cost_usd"]].values.tolist() == [["ChatOpenAI", "llm", 0.5]]
     # unknown costs stay unknown: the unpriced model's span has no cost, and counts its calls
     by_span = tables["span",].set_index("span")
     assert pd.isna(by_span.loc["local-llama", "cost_usd"]) and by_span.loc["local-llama", "cost_unknown_calls"] > 0
