@@ -253,14 +253,15 @@ def ended(span: OtelSpan) -> SpanEnded | None:
 
 
 def ended_of(name: str, a: Mapping[str, Any], status_code: int, status_message: str | None, *,
-             started: SpanStarted | None = None, kind: str | None = None) -> SpanEnded | None:
+             started: SpanStarted | None = None, kind: str | None = None,
+             attributes: bool = True) -> SpanEnded | None:
     """:func:`ended` from the parts of a span: name, attributes, status code (0 unset, 1 ok,
     2 error) and message.
 
     ``started``: the ``span.started`` written when the span began (the live processor), when
     the span's attributes may have changed since: the end keeps those set or changed after it,
     and the kind they tell (``kind``, when the caller has it: :func:`span_kind`) when it is not
-    the start's.
+    the start's; with ``attributes`` false, the kind alone.
     """
     if a.get(sc.AL_SPAN_OPEN) is True:
         return None
@@ -269,7 +270,8 @@ def ended_of(name: str, a: Mapping[str, Any], status_code: int, status_message: 
     if started is None or not a or sc.AL_SPAN_NAME in a:
         return SpanEnded(name=str(a.get(sc.AL_SPAN_NAME) or name), status=status, error=error)
     before = started.attributes or {}
-    later = {key: value for key, value in finite(dict(a)).items() if key not in before or before[key] != value}
+    later = {key: value for key, value in finite(dict(a)).items()
+             if key not in before or before[key] != value} if attributes else {}
     kind = kind or span_kind(a)
     return SpanEnded(name=name, status=status, error=error, kind=None if kind == started.kind else kind,
                      attributes=later or None)

@@ -24,7 +24,9 @@ acknowledged. A span's attributes stay in its ``span.started`` up to 1 MiB (an
 instrumentor's ``input.value`` holds the whole request or state, unique to the span): no blob
 file, whose fsyncs would make the agent wait at the span's start. The attributes set or
 changed after it started (a framework that sets them as the span ends, as LangChain's
-instrumentor does: its input, output, kind) are its ``span.ended``'s, kept the same way. What each span becomes is
+instrumentor does: its input, output, kind) are its ``span.ended``'s, kept the same way;
+for an ``llm`` span whose call the log holds already (the transport's), only the kind they
+tell: the rest is that call's answer again. What each span becomes is
 the OTLP import's mapping
 (:mod:`agentlog.interop.spanmap`), with two differences that keep a recording replayable:
 the OpenTelemetry ids (random on every run) are not in the payload, and ``duration_ms`` is
@@ -357,6 +359,7 @@ class SpanProcessor(_SDKSpanProcessor):
             return
         items: list[Emit | _Raw] = []
         calls = 0
+        logged = False  # the span's call is in the log already (the transport's, or a span's below)
         with self._lock:
             if kind in _CALLS or span.events:
                 covered = kind == LLM and live.covered
@@ -364,7 +367,8 @@ class SpanProcessor(_SDKSpanProcessor):
                 # the span's own call is not built only to be dropped.
                 joined = (kind == LLM and not covered and self.join == self.join_transport
                           and (_take_transport_call(rec, written.started_seq) or _share_transport_call(rec, live)))
-                if (covered or joined) and not span.events:
+                logged = covered or joined
+                if logged and not span.events:
                     plain = None  # nothing of the span is read further
                 else:
                     plain = from_sdk_span(span, ids=(written.trace_id, written.otel_span_id))
@@ -384,8 +388,10 @@ class SpanProcessor(_SDKSpanProcessor):
                 if plain is not None and plain.events:
                     for _, _, out in sorted(event_outs(plain), key=lambda item: item[:2]):
                         items.append(_item(out, rec, written.span_id, None))
+            # The attributes an llm span gains at its end are its answer, which the log holds
+            # already when its call is there: not written again (only the kind they tell).
             last = ended_of(span.name, attributes, status.status_code.value, status.description or None,
-                            started=live.started, kind=kind)
+                            started=live.started, kind=kind, attributes=not logged)
             if last is not None:
                 items.append(Emit(last, rec.actor, written.started_seq, written.span_id, inline=True))
             if items:
