@@ -132,17 +132,22 @@ def _ms(later: str, earlier: str) -> str:
     return f"((epoch_us({later}) - epoch_us({earlier})) / 1000.0)"
 
 
+def _first_of_each_span(src: str, type: str, cls: type[Body], names: Sequence[str]) -> str:
+    """The first event of ``type`` of each span: run_id, span_id, seq, ts, and the payload
+    fields ``names`` of ``cls``."""
+    fields = ", ".join(f"{field(cls, name)} AS {name}" for name in names)
+    return f"""
+    SELECT run_id, span_id, seq, ts, {fields}
+    FROM {src} WHERE {_is(type)} AND span_id IS NOT NULL
+    QUALIFY row_number() OVER (PARTITION BY run_id, span_id ORDER BY seq) = 1"""
+
+
 def _first_span_started(src: str, *, ended_kind: bool = True) -> str:
     """The first ``span.started`` of each span: run_id, span_id, seq, ts, name, kind, parent.
     ``kind`` is its first ``span.ended``'s when that tells one (a span whose kind was known
     only at its end), unless ``ended_kind`` is false (the caller joins the end itself)."""
-    started = f"""
-    SELECT run_id, span_id, seq, ts,
-           {field(SpanStarted, SpanStarted.K.name)} AS name,
-           {field(SpanStarted, SpanStarted.K.kind)} AS kind,
-           {field(SpanStarted, SpanStarted.K.parent)} AS parent
-    FROM {src} WHERE {_is(SPAN_STARTED)} AND span_id IS NOT NULL
-    QUALIFY row_number() OVER (PARTITION BY run_id, span_id ORDER BY seq) = 1"""
+    K = SpanStarted.K
+    started = _first_of_each_span(src, SPAN_STARTED, SpanStarted, (K.name, K.kind, K.parent))
     if not ended_kind:
         return started
     return f"""
@@ -152,13 +157,8 @@ def _first_span_started(src: str, *, ended_kind: bool = True) -> str:
 
 def _first_span_ended(src: str) -> str:
     """The first ``span.ended`` of each span: run_id, span_id, seq, ts, status, error, kind."""
-    return f"""
-    SELECT run_id, span_id, seq, ts,
-           {field(SpanEnded, SpanEnded.K.status)} AS status,
-           {field(SpanEnded, SpanEnded.K.error)} AS error,
-           {field(SpanEnded, SpanEnded.K.kind)} AS kind
-    FROM {src} WHERE {_is(SPAN_ENDED)} AND span_id IS NOT NULL
-    QUALIFY row_number() OVER (PARTITION BY run_id, span_id ORDER BY seq) = 1"""
+    K = SpanEnded.K
+    return _first_of_each_span(src, SPAN_ENDED, SpanEnded, (K.status, K.error, K.kind))
 
 
 def spans_sql(src: str) -> str:
