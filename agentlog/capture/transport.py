@@ -265,7 +265,8 @@ class _Asked:
         events = rec.emit_many(items)
         span.ended = True
         if asked is not None and len(events) == 3:
-            model_calls(rec).append(TransportCall(asked.seq, events[1].seq, events[1].model, False, *self.flow))
+            model_calls(rec).append(TransportCall(asked.seq, events[1].seq, events[1].model,
+                                                  thread=self.flow[0], task=self.flow[1]))
 
 
 def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redact: Iterable[str],
@@ -330,7 +331,8 @@ def _serve(asked: _Asked, http: Any) -> Any:
     answer = HTTPResponse.of(served)
     if call is not None and asked.llm_request is not None and asked.llm_key is not None:
         done = _served_answer(rec, call, asked.llm_key, answer, asked.llm_request)
-        model_calls(rec).append(TransportCall(asked.llm_request.seq, done.seq, done.model, False, *asked.flow))
+        model_calls(rec).append(TransportCall(asked.llm_request.seq, done.seq, done.model,
+                                              thread=asked.flow[0], task=asked.flow[1]))
     return _response(answer, http)
 
 
