@@ -39,14 +39,19 @@ Which recording: the one active in the context that starts the span (contextvars
 tasks and copied contexts follow it), else the one the span's parent went to (a thread that
 got the OpenTelemetry context but not agentlog's). A span outside any recording is ignored.
 The span's parent in the log is its OpenTelemetry parent when that went to the same
-recording, or the recorder's own open span, whichever opened last.
+recording, or the recorder's own open span, whichever opened last; a span with no
+OpenTelemetry parent in the recording opens under the span a framework has open in its context
+by its own bookkeeping (LangChain's runs: :data:`FRAMEWORK_SPANS`), if that opened later. The
+recorder's own spans (the HTTP transport's model calls, ``@al.tool``) nest the same way
+(:meth:`SpanProcessor.open_span_id`).
 
 **One model call, one row.** An ``llm`` span whose ``llm`` child wrote the call (the OpenAI
 Agents SDK's ``response`` span around the OpenAI client's span) writes no call of its own.
 Nor does an ``llm`` span whose call the HTTP transport wrote and another span joined first,
 when OpenTelemetry does not nest the two: LangChain's spans are opened from callbacks and
 never become the current span, so with both the LangChain and the OpenAI instrumentors on,
-the client's span of each call is a root of its own trace beside the framework's span. The
+the client's span of each call is a root of its own trace beside the framework's span (the
+log nests it under LangChain's all the same: see above). The
 call is the span's when it was asked in the flow (thread and asyncio task) the span started
 in, or, for a span opened outside any task from a thread that asks no calls (LangChain's
 callbacks run in a thread pool in an async run), by a task while the span was open
@@ -76,6 +81,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 import threading
 import weakref
 from collections import deque
@@ -100,7 +106,7 @@ from ..store.writer import Emit
 if TYPE_CHECKING:
     from opentelemetry.context import Context
 
-__all__ = ["CallJoin", "SpanProcessor", "WrittenSpan"]
+__all__ = ["FRAMEWORK_SPANS", "CallJoin", "FrameworkSpan", "SpanProcessor", "WrittenSpan", "langchain_span"]
 
 log = logging.getLogger("agentlog.otel")
 
@@ -171,6 +177,39 @@ class _ToolCall:
 def _seq_of(span_id: str | None) -> int:
     m = _SEQ_ID.fullmatch(span_id or "")
     return int(m.group(1)) if m else -1
+
+
+FrameworkSpan = Callable[[], "trace.Span | None"]
+"""``() -> span``: the span a framework has open in the calling context by its own bookkeeping,
+or ``None``."""
+
+
+def langchain_span() -> trace.Span | None:
+    """The span of the LangChain run open in the calling context, as OpenInference's LangChain
+    instrumentor keeps it, or ``None`` (no run here, the instrumentor not loaded or off).
+
+    That instrumentor opens its spans from LangChain's callbacks and never makes them the
+    current OpenTelemetry span (an attached context might never be detached), so a model call
+    or a tool the recorder writes inside one would not nest under it by the context alone; the
+    run LangChain has open here is in its own context variable, which threads and asyncio tasks
+    inherit as they do OpenTelemetry's."""
+    module = sys.modules.get("openinference.instrumentation.langchain")
+    if module is None or "langchain_core.runnables.config" not in sys.modules:
+        return None  # LangChain not traced, or no run yet (nothing is imported for it here)
+    try:
+        if not module.LangChainInstrumentor().is_instrumented_by_opentelemetry:
+            return None
+        span: trace.Span | None = module.get_current_span()
+    except Exception:  # its bookkeeping failing must not fail the recording
+        log.debug("agentlog: LangChain's current span could not be read", exc_info=True)
+        return None
+    return span
+
+
+#: Where frameworks keep the span open in the calling context when they never make it the
+#: current OpenTelemetry span (:func:`langchain_span`): the recorder's spans and the spans of
+#: other instrumentors nest under the innermost of those and the current span.
+FRAMEWORK_SPANS: list[FrameworkSpan] = [langchain_span]
 
 
 class SpanProcessor(_SDKSpanProcessor):
@@ -268,8 +307,9 @@ class SpanProcessor(_SDKSpanProcessor):
         return [] if _take_transport_call(rec, self._started_seq(rec.run_id, span.span_id)) else outs
 
     def open_span_id(self, rec: Recorder) -> str | None:
-        """The agentlog span id of the OpenTelemetry span current in this context, if this
-        processor wrote it into ``rec``'s run (registered in
+        """The agentlog span id of the OpenTelemetry span current in this context, or of the
+        span a framework has open here by its own bookkeeping (:data:`FRAMEWORK_SPANS`),
+        whichever opened later, if this processor wrote it into ``rec``'s run (registered in
         :data:`agentlog.capture.recorder.SPAN_PARENTS` by :func:`agentlog.instrument`, so the
         spans the recorder opens nest under the framework's)."""
         if not self.enabled:
@@ -280,7 +320,43 @@ class SpanProcessor(_SDKSpanProcessor):
                     self._watch(rec, _sink(rec))
         context = trace.get_current_span().get_span_context()
         live = self._live.get(context.span_id) if context is not None else None
-        return live.written.span_id if live is not None and live.rec is rec else None
+        current = live.written.span_id if live is not None and live.rec is rec else None
+        framework = self._framework_span(rec)
+        return framework if _seq_of(framework) > _seq_of(current) else current
+
+    def _framework_span(self, rec: Recorder) -> str | None:
+        """The agentlog span id of the innermost span a framework has open here by its own
+        bookkeeping (:data:`FRAMEWORK_SPANS`) that this processor wrote into ``rec``'s run, or
+        of its open child when it has one only, and so on down: LangChain's current run is the
+        one that set a context for what it calls, and a chat model sets none, so its HTTP
+        request runs in its parent's run while the model's own span is that parent's one open
+        child. Two open children (runs side by side) leave the parent: never a sibling's span."""
+        found: str | None = None
+        for current in FRAMEWORK_SPANS:
+            span = current()
+            if span is None:
+                continue
+            key = span.get_span_context().span_id
+            with self._lock:
+                live = self._live.get(key)
+                if live is None or live.rec is not rec:
+                    continue
+                while (child := self._only_open_child(key, rec)) is not None:
+                    key, live = child
+                if _seq_of(live.written.span_id) > _seq_of(found):
+                    found = live.written.span_id
+        return found
+
+    def _only_open_child(self, key: int, rec: Recorder) -> tuple[int, _Live] | None:
+        """The one open span under OpenTelemetry span ``key`` in ``rec``'s run, if it has one
+        only (called with the lock held)."""
+        only: tuple[int, _Live] | None = None
+        for child_key, child in self._live.items():
+            if child.parent == key:
+                if only is not None:
+                    return None
+                only = (child_key, child)
+        return only if only is not None and only[1].rec is rec else None
 
     def _started_seq(self, run_id: str, otel_span_id: str) -> int:
         for written in reversed(self._written.get(run_id, ())):
@@ -313,6 +389,10 @@ class SpanProcessor(_SDKSpanProcessor):
             parent_id = own
             if parent is not None and (own is None or _seq_of(parent.written.span_id) > _seq_of(own)):
                 parent_id = parent.written.span_id
+            elif parent is None and FRAMEWORK_SPANS:  # outside its OpenTelemetry parent's run: a framework's span?
+                framework = self._framework_span(rec)
+                if _seq_of(framework) > _seq_of(parent_id):
+                    parent_id = framework
             # the SDK span read once, straight into the body (no intermediate copy)
             attributes = span.attributes or _NO_ATTRIBUTES
             kind = span_kind(attributes) if attributes else "chain"

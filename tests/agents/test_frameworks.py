@@ -11,6 +11,7 @@ import json
 import warnings
 from typing import Any
 
+import pandas as pd
 import pytest
 from _server import ANSWERED_MODEL, MODEL, USAGE, LLMServer, expected_cost
 
@@ -41,6 +42,36 @@ def _fork_at_the_tool_result(run: Any, program: Any, server: LLMServer) -> Any:
     assert len(server.requests) == before + 1  # the changed model call went out; the first was served
     assert "api cpu=0.1" in str(server.requests[-1][1]["messages"][-1])
     return forked
+
+
+def _check_nested_under_langchain(handle: Any, run: Any, openai_spans: bool = False) -> None:
+    """Each span the recorder opened inside a LangChain run is under that run's span, though
+    LangChain never makes its spans current: the transport's model call under LangChain's LLM
+    span (ChatOpenAI's; under the OpenAI instrumentor's span there when ``openai_spans``, that
+    span under LangChain's), @al.tool's span under LangChain's tool span. The graph's span is
+    the only root."""
+    spans = run.spans().set_index("span_id")
+    written = {w.span_id for w in handle.processor.written(run.id)}
+
+    def parent(span_id: str) -> str | None:
+        above = spans.loc[span_id, "parent"]
+        return None if pd.isna(above) else str(above)
+
+    def what(span_id: str | None) -> tuple[str, str]:
+        return str(spans.loc[span_id, "name"]), str(spans.loc[span_id, "kind"])
+
+    assert [what(s) for s in spans.index if parent(s) is None] == [("LangGraph", "chain")]
+    own = [s for s in spans.index if s not in written]  # the transport's model calls, @al.tool's call
+    assert sorted(what(s)[1] for s in own) == ["llm", "llm", "tool"]
+    for span_id in own:
+        above = parent(span_id)
+        if what(span_id)[1] == "tool":
+            assert what(above) == ("status", "tool")
+            continue
+        if openai_spans:
+            assert what(above) == ("ChatCompletion", "llm")
+            above = parent(above)
+        assert what(above) == ("ChatOpenAI", "llm")
 
 
 # --- LangGraph ----------------------------------------------------------------------------------
@@ -127,7 +158,28 @@ def test_a_langgraph_agent_with_its_spans_counts_each_call_once(server: LLMServe
                 assert end.kind == "llm" and end.attributes is None
         [answer] = [e.payload["result"] for e in run.iter_events() if e.type == "run.finished"]
         assert graph_end.attributes is not None and json.dumps(answer)[1:-1] in graph_end.attributes["output.value"]
+        _check_nested_under_langchain(handle, run)
         assert al.replay(program, run).ok  # LangChain's message ids, new on every run, are not compared
+        assert len(server.requests) == 2
+    finally:
+        handle.uninstrument()
+
+
+def test_a_langgraph_run_recorded_before_its_spans_nested_replays(server: LLMServer, store: Any,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run recorded when LangChain's spans were not found as parents (the transport's and
+    @al.tool's spans at the root of the log) replays strictly now that they are."""
+    from agentlog.otel import processor
+
+    handle = al.instrument(instrumentors=["openinference-instrumentation-langchain"])
+    try:
+        program = _langgraph_program(_langgraph_agent(server))
+        with monkeypatch.context() as before:
+            before.setattr(processor, "FRAMEWORK_SPANS", [])
+            run = al.record(program, store=store, name="langgraph-before")
+        roots = run.spans().query("parent.isna()", engine="python")
+        assert sorted(roots["kind"]) == ["chain", "llm", "llm", "tool"]  # the graph's, and the recorder's three
+        assert al.replay(program, run).ok
         assert len(server.requests) == 2
     finally:
         handle.uninstrument()
@@ -144,10 +196,11 @@ def _langgraph_program(graph: Any) -> Any:
 
 def _check_both_spans_one_row(handle: Any, run: Any) -> None:
     """LangChain's LLM span and the OpenAI instrumentor's span of each call were both written,
-    and not nested: OpenTelemetry has the OpenAI span as a root of its own trace (LangChain's
-    spans are opened from callbacks and never become the current span), yet each call is one
-    row, paid once."""
+    the second under the first in the log, though OpenTelemetry has the OpenAI span as a root
+    of its own trace (LangChain's spans are opened from callbacks and never become the current
+    span); each call is one row, paid once."""
     _check_calls(run, 2)
+    _check_nested_under_langchain(handle, run, openai_spans=True)
     written = handle.processor.written(run.id)
     llm = [w for w in written if w.kind == "llm"]
     assert len(llm) == 4, [(w.span_id, w.kind) for w in written]  # two spans for each of the two calls

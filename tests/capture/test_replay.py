@@ -152,3 +152,45 @@ def test_long_text_and_bytes_the_writer_made_blobs_replay(store: Any) -> None:
     assert al.replay(program, run).ok
     changed = al.replay(lambda rec: program(rec, "y" * 40_000), run)
     assert not changed.ok and changed.divergence.seq == note.seq
+
+
+def test_a_span_recorded_at_the_root_replays_under_a_tracers_span_and_no_other_change(
+        store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run recorded before a tracer's spans were found as parents (LangChain's, through
+    ``agentlog.otel.processor.FRAMEWORK_SPANS``) had the recorder's span at the root; its
+    replay, where the same span opens under the tracer's, is strict all the same. A parent that
+    changes from one span to another, or any other change of the span, still diverges."""
+    from agentlog.capture import recorder
+
+    def program(rec: Any) -> None:
+        with rec.span("agent", kind="agent"), rec.span("tool call", kind="tool"):
+            pass
+        with rec.span("model call", kind="llm"):
+            rec.emit("note", {"step": 1})
+
+    run = al.record(program, store=store)
+    started = [e for e in run.iter_events() if e.type == "span.started"]
+    assert [e.payload["parent"] for e in started] == [None, started[0].span_id, None]
+
+    def under_the_agent(rec: Any) -> str:  # a tracer whose span, s1, is open around the model call
+        return started[0].span_id
+
+    monkeypatch.setattr(recorder, "SPAN_PARENTS", [*recorder.SPAN_PARENTS, under_the_agent])
+    assert al.replay(program, run).ok  # the model call's span: recorded at the root, now under s1
+
+    def elsewhere(rec: Any) -> str:  # every span under another span, s99: the tool call's was under s1
+        return "s99"
+
+    monkeypatch.setattr(recorder, "SPAN_PARENTS", [elsewhere])
+    result = al.replay(program, run)
+    assert not result.ok and result.divergence.seq == started[1].seq
+
+    def renamed(rec: Any) -> None:
+        with rec.span("agent", kind="agent"), rec.span("tool call", kind="tool"):
+            pass
+        with rec.span("another call", kind="llm"):
+            rec.emit("note", {"step": 1})
+
+    monkeypatch.setattr(recorder, "SPAN_PARENTS", [under_the_agent])
+    result = al.replay(renamed, run)
+    assert not result.ok and result.divergence.seq == started[2].seq

@@ -567,3 +567,47 @@ def test_spans_written_unsynced_are_fsynced_by_the_writers_thread(store: Any, fs
         assert fsyncs.count(fd) == 1
         assert provider.force_flush()
         assert fsyncs.count(fd) == 1  # nothing left unsynced
+
+
+def test_a_frameworks_own_span_is_the_parent_and_its_one_open_child_only(store: Any,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A framework that keeps its open span in its own context, never the current
+    OpenTelemetry span (LangChain's runs: ``FRAMEWORK_SPANS``): the recorder's spans nest under
+    that span, or under its one open child (a chat model's span, whose HTTP call runs in its
+    parent's context); with two children open side by side, under neither of them."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from agentlog.capture import recorder
+    from agentlog.otel import processor as module
+
+    provider = TracerProvider()
+    processor = al.otel.SpanProcessor()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("callbacks")  # spans started, never made current, as LangChain's are
+    here: list[Any] = []
+    monkeypatch.setattr(module, "FRAMEWORK_SPANS", [lambda: here[0] if here else None])
+    monkeypatch.setattr(recorder, "SPAN_PARENTS", [processor.open_span_id])
+
+    with al.recording(store=store, name="callbacks") as rec:
+        run_span = tracer.start_span("RunnableParallel")
+        under = trace.set_span_in_context(run_span)
+        first, second = tracer.start_span("first model", context=under), tracer.start_span("second model", context=under)
+        here.append(run_span)
+        with rec.span("call while both run"):
+            pass
+        second.end()
+        with rec.span("call while one runs"):
+            pass
+        first.end()
+        with rec.span("call after both"):
+            pass
+        here.clear()
+        with rec.span("call outside the run"):
+            pass
+        run_span.end()
+    assert _spans(store.run(rec.run_id)) == [
+        ("RunnableParallel", "chain", None), ("first model", "chain", "RunnableParallel"),
+        ("second model", "chain", "RunnableParallel"), ("call while both run", "chain", "RunnableParallel"),
+        ("call while one runs", "chain", "first model"), ("call after both", "chain", "RunnableParallel"),
+        ("call outside the run", "chain", None)]
