@@ -129,11 +129,13 @@ def _custom(a: dict[str, np.ndarray], sel: np.ndarray) -> np.ndarray:
 
 
 def _bar_labels(a: dict[str, np.ndarray], sel: np.ndarray, names: bool) -> list[str]:
-    """``gpt-4o · 82 in / 121 out`` for model calls; the span's name for the other bars when
-    ``names`` (the rows have no y labels), else nothing."""
+    """``gpt-4o · 82 in / 121 out`` for model calls (the span that holds the answer: a
+    framework's ``llm`` span around it, LangChain's or the Agents SDK's, would say the same
+    call again); the span's name for the other bars when ``names`` (the rows have no y
+    labels), else nothing."""
     out = []
     for i in sel:
-        if a["group"][i] == "llm":
+        if a["group"][i] == "llm" and a["model"][i]:
             text = f"{a['model'][i] or a['name'][i]} · {a['input'][i]:,} in / {a['output'][i]:,} out"
         else:
             text = cut(str(a["name"][i]), LABEL_CHARS) if names else ""

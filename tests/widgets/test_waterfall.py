@@ -155,6 +155,28 @@ def test_llm_bars_show_model_and_tokens(samples: Any) -> None:
     assert (bars.loc[bars["trace"] != "llm", "text"] == "").all()
 
 
+def test_a_frameworks_llm_span_around_a_call_does_not_say_the_call_again(tmp_path: Path) -> None:
+    """LangChain's and the Agents SDK's ``llm`` spans wrap the span that holds the model call:
+    the call's model and tokens label that span's bar only, not each wrapper's again."""
+    from agentlog.testing.fakes import FakeLLM
+
+    model = FakeLLM("restart the api", model="gpt-4o-mini")
+
+    def program(rec: Any) -> None:
+        with rec.span("ChatOpenAI", kind="llm"), rec.span("ChatCompletion", kind="llm"):
+            rec.llm({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "cpu=0.9?"}]}, model)
+
+    run = al.record(program, store=al.Store(tmp_path / "store"))
+    spans = run.spans().set_index("span_id")
+    bars = span_bars(waterfall_figure(run)).set_index("span_id")
+    [holder] = spans.index[spans["model"].notna()]
+    assert (spans["kind"] == "llm").sum() == 3 and spans.loc[holder, "parent"] in spans.index
+    s = spans.loc[holder]
+    assert bars.loc[holder, "text"] == f"{s['model']} · {s['input_tokens']:,} in / {s['output_tokens']:,} out"
+    assert (bars.drop(index=holder)["text"] == "").all()
+    assert (spans["total_input_tokens"] == s["input_tokens"]).all()  # each wrapper's total is the one call
+
+
 def test_hover_carries_name_kind_duration_tokens_cost(samples: Any) -> None:
     run = samples.run("diligence-0001")
     spans = run.spans().set_index("span_id")
