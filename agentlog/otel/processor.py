@@ -117,6 +117,9 @@ _SEQ_ID = re.compile(r"s(\d+)")
 _CALLS = frozenset({LLM, "tool"})
 #: How many written spans :meth:`SpanProcessor.written` keeps per run (the most recent).
 WRITTEN_KEPT = 10_000
+#: How many runs :meth:`SpanProcessor.written` keeps the spans of (the most recently begun): a
+#: notebook kernel that records run after run does not keep every run's spans.
+WRITTEN_RUNS_KEPT = 256
 #: How many of the recorder's own tool calls are kept per recording to join a tool span to.
 TOOL_CALLS_KEPT = 1_000
 
@@ -293,7 +296,8 @@ class SpanProcessor(_SDKSpanProcessor):
 
     def written(self, run_id: str) -> list[WrittenSpan]:
         """The spans written into run ``run_id`` so far, in start order (the last
-        :data:`WRITTEN_KEPT` of them: a long-lived process does not keep every span)."""
+        :data:`WRITTEN_KEPT` of them, for the last :data:`WRITTEN_RUNS_KEPT` runs: a
+        long-lived process does not keep every span)."""
         with self._lock:
             return list(self._written.get(run_id, ()))
 
@@ -415,6 +419,8 @@ class SpanProcessor(_SDKSpanProcessor):
                                                 root=parent is None, started=body, thread=thread, task=task)
             written_here = self._written.get(sink.run_id)
             if written_here is None:
+                if len(self._written) >= WRITTEN_RUNS_KEPT:  # the run begun longest ago goes
+                    del self._written[next(iter(self._written))]
                 written_here = self._written[sink.run_id] = deque(maxlen=WRITTEN_KEPT)
             written_here.append(written)
 

@@ -611,3 +611,23 @@ def test_a_frameworks_own_span_is_the_parent_and_its_one_open_child_only(store: 
         ("second model", "chain", "RunnableParallel"), ("call while both run", "chain", "RunnableParallel"),
         ("call while one runs", "chain", "first model"), ("call after both", "chain", "RunnableParallel"),
         ("call outside the run", "chain", None)]
+
+
+def test_written_keeps_the_spans_of_the_last_runs_only(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel that records run after run: :meth:`SpanProcessor.written` forgets the spans of
+    the runs begun longest ago, past ``WRITTEN_RUNS_KEPT`` runs."""
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from agentlog.otel import processor as module
+
+    monkeypatch.setattr(module, "WRITTEN_RUNS_KEPT", 3)
+    provider = TracerProvider()
+    processor = al.otel.SpanProcessor()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("runs")
+    runs = []
+    for i in range(5):
+        with al.recording(store=store, name=f"run {i}") as rec, tracer.start_as_current_span(f"step {i}"):
+            runs.append(rec.run_id)
+    assert [len(processor.written(run_id)) for run_id in runs] == [0, 0, 1, 1, 1]
+    assert [w.span_id for w in processor.written(runs[-1])] == ["s1"]
