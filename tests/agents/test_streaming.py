@@ -9,6 +9,7 @@ import asyncio
 from typing import Any
 
 import openai
+import pandas as pd
 import pytest
 from _server import ANSWERED_MODEL, MODEL, USAGE, LLMServer, expected_cost
 
@@ -229,3 +230,39 @@ def test_an_async_stream_reaches_the_program_live(server: LLMServer, store: Any)
     assert server.gate_waited is True and run.event(len(run) - 1).payload["result"] == "restart the api"
     assert run.llm_calls()["cost_usd"].isna().all()  # no usage asked for: unknown
     assert asyncio.run(al.areplay(program, run)).ok
+
+
+def test_a_stream_traced_by_the_openai_instrumentor_is_one_row(instrumented: Any, server: LLMServer,
+                                                               store: Any) -> None:
+    """The OpenInference OpenAI instrumentor traces streamed calls too, ending its span when the
+    stream is read to its end (or closed): each streamed call, sync, async or cut short, is one
+    row, paid once (unknown when the stream was closed before its usage), and replays."""
+    def program(rec: Any) -> list[Any]:
+        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            whole = _chunks(client.chat.completions.create(model=MODEL, messages=QUESTION, stream=True,
+                                                           stream_options=USAGE_ON))
+            cut = client.chat.completions.create(model=MODEL, messages=QUESTION, stream=True, stream_options=USAGE_ON)
+            first = next(iter(cut)).model_dump(mode="json")
+            cut.close()
+
+        async def asynchronous() -> list[dict[str, Any]]:
+            async with openai.AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+                stream = await client.chat.completions.create(model=MODEL, messages=QUESTION, stream=True,
+                                                              stream_options=USAGE_ON)
+                return [chunk.model_dump(mode="json") async for chunk in stream]
+
+        return [whole, first, asyncio.run(asynchronous())]
+
+    run = al.record(program, store=store, name="stream-traced")
+    assert run.status == "finished", run.status
+    calls = run.llm_calls()
+    assert len(calls) == len(server.requests) == 3
+    assert calls["input_tokens"].tolist()[::2] == [USAGE["prompt_tokens"]] * 2
+    assert calls["cost_usd"].tolist()[::2] == pytest.approx([expected_cost()] * 2, rel=1e-12)
+    assert pd.isna(calls["cost_usd"].iloc[1]) and pd.isna(calls["input_tokens"].iloc[1])  # cut: unknown, not 0
+    traced = [w for w in instrumented.processor.written(run.id) if w.kind == "llm"]
+    assert len(traced) == 3 and all(w.call_seqs == [] for w in traced)  # each span joined the transport's call
+    assert run.cost(by=())["cost_usd"].sum() == pytest.approx(2 * expected_cost(), rel=1e-12)
+    replayed = al.replay(program, run)
+    assert replayed.ok, str(replayed.divergence)
+    assert replayed.result == run.event(len(run) - 1).payload["result"] and len(server.requests) == 3
