@@ -31,7 +31,8 @@ A client can also be handed a recorder explicitly:
 >>> al.replay(program, run).ok   # served from the log: the server is not asked
 True
 
-Each exchange becomes ``http.request`` / ``http.response`` inside a span of kind ``http``; a
+Each exchange becomes ``http.request`` / ``http.response`` inside a span of kind ``http`` (the
+request's headers without the trace context a tracer added: :data:`TRACE_HEADERS`); a
 body that is UTF-8 text under the run's blob threshold is kept in the event, any other as a
 blob (a page fetched twenty times is stored once); a model call's bodies stay in the event up
 to 1 MiB (they hold the whole conversation, unique to the call: a blob would save nothing and
@@ -92,7 +93,7 @@ from .httpx_hook import HTTPX_MODULES, install, installed, uninstall
 from .recorder import OpenSpan, Recorder, active_recorder, call_failed
 from .streams import assemble, sse_events
 
-__all__ = ["HTTPX_MODULES", "KEPT_RESPONSE_HEADERS", "RecordingTransport", "TransportCall", "async_client", "client",
+__all__ = ["HTTPX_MODULES", "KEPT_RESPONSE_HEADERS", "TRACE_HEADERS", "RecordingTransport", "TransportCall", "async_client", "client",
            "exchange", "flow", "install", "installed", "model_calls", "uninstall"]
 
 #: Response headers kept in the log: enough to rebuild the response, nothing that varies per
@@ -295,7 +296,7 @@ def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redac
         url = redactor.url(str(request.url))
         key = http_key(request.method, url, body)
         items.append(Emit(HTTPRequest(key=key, method=request.method, url=url,
-                                      headers=redactor.headers(request.headers.items()),
+                                      headers=redactor.headers(_kept_headers(request.headers.items())),
                                       body=_kept_body(rec, body, media)),
                           actor, None, span_id, caused_by_item=None if call is None else 1,
                           inline=call is not None))
@@ -313,6 +314,23 @@ def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redac
     thread, task = flow()
     return _Asked(rec, call, span, key, taken[-1], llm_key, taken[1] if call is not None else None,
                   (thread, None if task is None else id(task)))
+
+
+#: Request headers not kept: the trace context a tracer adds to every request it sees go out
+#: (W3C Trace Context and Baggage, B3, Jaeger, Datadog, Sentry, AWS X-Ray, Google Cloud). Their
+#: ids are new on every run, as the OpenTelemetry ids the span processor leaves out of a span's
+#: payload are: kept, a replay of any traced run would differ from its recording at each
+#: request (the Anthropic SDK, for one, sends ``traceparent`` once a tracer provider is set).
+TRACE_HEADERS: Final = frozenset({
+    "traceparent", "tracestate", "baggage", "b3", "x-b3-traceid", "x-b3-spanid", "x-b3-parentspanid",
+    "x-b3-sampled", "x-b3-flags", "uber-trace-id", "x-datadog-trace-id", "x-datadog-parent-id",
+    "x-datadog-sampling-priority", "x-datadog-origin", "x-datadog-tags", "sentry-trace",
+    "x-amzn-trace-id", "x-cloud-trace-context"})
+
+
+def _kept_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The request headers to record: all but :data:`TRACE_HEADERS`."""
+    return [(name, value) for name, value in headers if name.lower() not in TRACE_HEADERS]
 
 
 def _serve(asked: _Asked, http: Any) -> Any:

@@ -7,7 +7,7 @@ arguments ``{"service": "api"}``; otherwise it answers text that quotes the last
 ``"stream": true`` the answer comes as server-sent events, one chunk per word, usage in a last
 chunk only when ``stream_options.include_usage`` asked for it (:meth:`LLMServer.hold_streams`
 holds a stream after its first chunks until the test releases it). ``POST /v1/responses`` answers
-in the Responses API's shape, ``POST /v1/messages`` in Anthropic's and
+in the Responses API's shape, ``POST /v1/messages`` in Anthropic's (streamed as its API streams, asked with ``stream``) and
 ``POST /v1beta/models/<model>:generateContent`` in Gemini's. Every request is counted and kept (``server.requests``).
 
     with LLMServer() as server:
@@ -88,9 +88,13 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path.endswith("/responses"):
             self._responses(body, n)
         elif self.path.endswith("/messages"):
-            self._json(200, {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": body["model"],
-                             "content": [{"type": "text", "text": "restart the api"}],
-                             "stop_reason": "end_turn", "stop_sequence": None, "usage": ANTHROPIC_USAGE})
+            message = {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": body["model"],
+                       "content": [{"type": "text", "text": "restart the api"}],
+                       "stop_reason": "end_turn", "stop_sequence": None, "usage": ANTHROPIC_USAGE}
+            if body.get("stream"):
+                self._anthropic_stream(message)
+            else:
+                self._json(200, message)
         elif ":generateContent" in self.path:
             self._json(200, {"candidates": [{"content": {"role": "model", "parts": [{"text": "restart the api"}]},
                                              "finishReason": "STOP", "index": 0}],
@@ -130,6 +134,29 @@ class _Handler(BaseHTTPRequestHandler):
                 self.server.gate_waited = self.server.gate.wait(timeout=10)
             self._chunk(f"data: {json.dumps(chunk)}\n\n".encode())
         self._chunk(b"data: [DONE]\n\n")
+        self._chunk(b"")
+
+    def _anthropic_stream(self, message: dict[str, Any]) -> None:
+        """``message`` as Anthropic's API streams it: named server-sent events, the input
+        tokens in ``message_start``, the output tokens so far in ``message_delta``."""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        usage = message["usage"]
+        start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+        words = str(message["content"][0]["text"]).split(" ")
+        events: list[dict[str, Any]] = [
+            {"type": "message_start", "message": start},
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            *({"type": "content_block_delta", "index": 0,
+               "delta": {"type": "text_delta", "text": w if i == 0 else " " + w}} for i, w in enumerate(words)),
+            {"type": "content_block_stop", "index": 0},
+            {"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+             "usage": {"output_tokens": usage["output_tokens"]}},
+            {"type": "message_stop"}]
+        for event in events:
+            self._chunk(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
         self._chunk(b"")
 
     def _chunk(self, data: bytes) -> None:

@@ -251,3 +251,45 @@ def test_run_agent_takes_capture_http(server: LLMServer, store: Any, capture_htt
     calls = run.llm_calls()
     assert len(calls) == (2 if capture_http else 1)  # the loop's model call is one row either way
     assert calls["cost_usd"].tolist() == [expected_cost()] * len(calls)
+
+
+def test_an_anthropic_call_traced_by_its_instrumentor_is_one_row(server: LLMServer, store: Any) -> None:
+    """The OpenInference Anthropic instrumentor's LLM span around a ``messages.create`` (plain
+    and streamed) joins the call the transport wrote: one row each, priced by genai-prices from
+    the usage Anthropic's API sent, and the span's own copy of the call is not written."""
+    import anthropic
+    from _server import ANTHROPIC_USAGE
+
+    handle = al.instrument(instrumentors=["openinference-instrumentation-anthropic"])
+    try:
+        assert handle.instrumented == ["anthropic"], handle
+        root = server.url.removesuffix("/v1")
+        with anthropic.Anthropic(base_url=root, api_key="test", max_retries=0) as claude, \
+                al.recording(store=store, name="claude") as rec:
+            claude.messages.create(model="claude-3-5-haiku-20241022", max_tokens=100, messages=QUESTION)
+            with claude.messages.stream(model="claude-3-5-haiku-20241022", max_tokens=100, messages=QUESTION) as stream:
+                text = "".join(stream.text_stream)
+        run = store.run(rec.run_id)
+        calls = run.llm_calls()
+        price = _catalog_price("claude-3-5-haiku-20241022", "anthropic", {"usage": ANTHROPIC_USAGE})
+        assert len(calls) == len(server.requests) == 2 and text
+        assert calls["cost_usd"].tolist() == pytest.approx([price, price], rel=1e-12)
+        # the instrumentor opens two spans a call (its wrapper's and the client method's): none
+        # writes a call of its own
+        traced = [w for w in handle.processor.written(run.id) if w.kind == "llm"]
+        assert len(traced) >= 2 and all(w.call_seqs == [] for w in traced)
+        assert run.cost(by=())["cost_usd"].sum() == pytest.approx(2 * price, rel=1e-12)
+        before = len(server.requests)
+
+        def program(rec: Any) -> str:
+            with anthropic.Anthropic(base_url=root, api_key="test", max_retries=0) as claude, \
+                    claude.messages.stream(model="claude-3-5-haiku-20241022", max_tokens=100,
+                                           messages=QUESTION) as stream:
+                return "".join(stream.text_stream)
+
+        streamed = al.record(program, store=store, name="claude-stream")
+        assert streamed.event(len(streamed) - 1).payload["result"] == text == "restart the api"
+        replayed = al.replay(program, streamed)
+        assert replayed.ok and replayed.result == text and len(server.requests) == before + 1
+    finally:
+        handle.uninstrument()

@@ -239,3 +239,33 @@ def test_a_model_calls_long_body_stays_in_its_event_and_other_long_bodies_are_bl
     assert not isinstance(asked.payload["messages"][3]["content"], str)  # the long message: a blob
     assert len(blob_files(store)) == 2  # that message and the page
     assert al.replay(program, run).ok
+
+
+def test_the_trace_context_a_tracer_adds_is_not_recorded_and_replay_passes(store: Any) -> None:
+    """A tracer puts new ids in every request's ``traceparent`` (and B3's, Datadog's, ... headers)
+    on every run: they are not recorded, so the replay of a traced program passes; the other
+    headers are recorded as sent."""
+    import os
+
+    from agentlog.capture.transport import TRACE_HEADERS
+
+    sent: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(204)
+
+    def program(rec: Any) -> int:
+        client = al.transport.client(rec, transport=httpx.MockTransport(answer))
+        ids = {"Traceparent": f"00-{os.urandom(16).hex()}-{os.urandom(8).hex()}-01", "X-B3-TraceId": os.urandom(8).hex(),
+               "Sentry-Trace": os.urandom(16).hex()}
+        return client.get("https://example.test/", headers={**ids, "X-Tenant": "acme"}).status_code
+
+    run = al.record(program, store=store)
+    [asked] = [e for e in run.iter_events() if e.type == "http.request"]
+    headers = HTTPRequest.of(asked).headers
+    assert headers["x-tenant"] == "acme" and "traceparent" in sent[0].headers  # sent, as the tracer wanted
+    assert not set(headers) & TRACE_HEADERS and {"traceparent", "x-b3-traceid", "sentry-trace"} <= TRACE_HEADERS
+    result = al.replay(program, run)
+    assert result.ok, str(result.divergence)
+    assert len(sent) == 1
