@@ -326,7 +326,7 @@ class SpanProcessor(_SDKSpanProcessor):
         live = self._live.get(context.span_id) if context is not None else None
         current = live.written.span_id if live is not None and live.rec is rec else None
         framework = self._framework_span(rec)
-        return framework if _seq_of(framework) > _seq_of(current) else current
+        return framework if framework is not None and _seq_of(framework) > _seq_of(current) else current
 
     def _framework_span(self, rec: Recorder) -> str | None:
         """The agentlog span id of the innermost span a framework has open here by its own
@@ -395,7 +395,7 @@ class SpanProcessor(_SDKSpanProcessor):
                 parent_id = parent.written.span_id
             elif parent is None and FRAMEWORK_SPANS:  # outside its OpenTelemetry parent's run: a framework's span?
                 framework = self._framework_span(rec)
-                if _seq_of(framework) > _seq_of(parent_id):
+                if framework is not None and _seq_of(framework) > _seq_of(parent_id):
                     parent_id = framework
             # the SDK span read once, straight into the body (no intermediate copy)
             attributes = span.attributes or _NO_ATTRIBUTES
