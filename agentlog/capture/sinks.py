@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from typing import Any, Final, Protocol
 
@@ -106,26 +107,35 @@ _SEEN: Final = frozenset({SpanEnded.K.attributes, SpanEnded.K.kind})
 
 
 def _seen_only(expected: Event, actual: Event) -> bool:
-    """True when two events differ only in what a tracer saw, not in what the program did: a
-    ``span.ended``'s ``attributes`` (values new on every run, such as LangChain's message ids)
-    and the ``kind`` they tell (absent from a run recorded before ``span.ended`` carried
-    them); a ``span.started`` recorded at the root that now opens under a framework's span (a
-    run recorded before the spans of LangChain's runs were found as parents:
-    :data:`agentlog.otel.processor.FRAMEWORK_SPANS`)."""
+    """True when two events differ only in what a tracer saw, not in what the program did: the
+    ``attributes`` of a tracer's span (an OpenTelemetry span's: ``otel`` is set), which can hold
+    values new on every run (LangChain's message ids, PydanticAI's conversation and call ids),
+    as its ``span.started`` or its ``span.ended`` has them, and the ``kind`` a ``span.ended``
+    tells (absent from a run recorded before ``span.ended`` carried it); a ``span.started``
+    recorded at the root that now opens under a framework's span (a run recorded before the
+    spans of LangChain's runs were found as parents:
+    :data:`agentlog.otel.processor.FRAMEWORK_SPANS`). What the program asked and was answered
+    is in the call's own events, compared in full."""
     if expected.type != actual.type:
         return False
     if expected.type == SpanEnded.TYPE:
         return _without(expected.payload, _SEEN) == _without(actual.payload, _SEEN)
-    if expected.type == SpanStarted.TYPE and expected.payload.get(_PARENT) is None:
-        return _without(expected.payload, _PARENTS) == _without(actual.payload, _PARENTS)
-    return False
+    if expected.type != SpanStarted.TYPE:
+        return False
+    ignored: set[str] = set()
+    if expected.payload.get(_OTEL) is not None:
+        ignored.add(_ATTRIBUTES)
+    if expected.payload.get(_PARENT) is None:
+        ignored.add(_PARENT)
+    return bool(ignored) and _without(expected.payload, ignored) == _without(actual.payload, ignored)
 
 
 _PARENT: Final = SpanStarted.K.parent
-_PARENTS: Final = frozenset({_PARENT})
+_OTEL: Final = SpanStarted.K.otel
+_ATTRIBUTES: Final = SpanStarted.K.attributes
 
 
-def _without(payload: Mapping[str, Any], keys: frozenset[str]) -> dict[str, Any]:
+def _without(payload: Mapping[str, Any], keys: AbstractSet[str]) -> dict[str, Any]:
     return {k: v for k, v in payload.items() if k not in keys}
 
 

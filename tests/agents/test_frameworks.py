@@ -325,3 +325,63 @@ def test_an_agents_sdk_agent_with_its_spans_counts_each_call_once(instrumented: 
     assert tool_span.type == "span.started" and tool_span.payload["parent"] == sdk_tool.span_id
     assert al.replay(program, run).ok
     assert len(server.requests) == 2
+
+
+# --- PydanticAI ----------------------------------------------------------------------------------
+
+
+def test_a_pydantic_ai_agent_traced_by_its_own_spans_recorded_replayed_and_forked(server: LLMServer,
+                                                                                 store: Any) -> None:
+    """A PydanticAI agent with its own OpenTelemetry instrumentation (``agent.instrument``: GenAI
+    convention spans, the agent's, each model request's and each tool's) and one line of
+    agentlog: one row per model call, the tool one row under PydanticAI's tool span, a strict
+    replay with zero requests though PydanticAI's spans carry ids new on every run
+    (``gen_ai.conversation.id``), and a fork at the tool result."""
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    handle = al.instrument(instrumentors=[])  # PydanticAI's spans only: no OpenInference instrumentor
+    try:
+        import openai
+
+        agent = Agent(system_prompt="You are an SRE.")
+        agent.instrument = True  # PydanticAI's own spans, on the global tracer provider (al.instrument's)
+
+        @agent.tool_plain
+        @al.tool  # the one change to the agent: its tool's result is recorded, so a fork can change it
+        def status(service: str) -> str:
+            """The status of a service."""
+            return _status(service)
+
+        async def ask() -> str:  # a client per event loop, closed in it
+            async with openai.AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+                model = OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=client))
+                return str((await agent.run(QUESTION, model=model)).output)
+
+        def program(rec: Any) -> str:
+            return asyncio.run(ask())
+
+        run = al.record(program, store=store, name="pydantic-ai")
+        assert run.status == "finished", run.status
+        assert run.event(len(run) - 1).payload["result"] == "done: api cpu=0.9"
+        _check_calls(run, 2)
+        written = handle.processor.written(run.id)
+        assert sorted(w.kind for w in written) == ["agent", "llm", "llm", "tool"]
+        assert all(w.call_seqs == [] for w in written)  # each call and the tool: the transport's, @al.tool's
+        [traced_tool] = [w for w in written if w.kind == "tool"]
+        [call] = [e for e in run.iter_events() if e.type == "tool.call"]
+        assert (call.payload["name"], call.payload["args"]) == ("status", {"service": "api"})
+        assert run.event(int(call.span_id[1:])).payload["parent"] == traced_tool.span_id
+        [started] = [e for e in run.iter_events() if e.type == "span.started" and e.span_id == written[0].span_id]
+        assert "gen_ai.conversation.id" in started.payload["attributes"]  # new on every run: not compared
+
+        result = al.replay(program, run)
+        assert result.ok, str(result.divergence)
+        assert len(server.requests) == 2  # strict replay: zero requests
+
+        forked = _fork_at_the_tool_result(run, program, server)
+        assert forked.event(len(forked) - 1).payload["result"] == "done: api cpu=0.1"
+        assert "api cpu=0.1" in str(al.diff(run, forked))
+    finally:
+        handle.uninstrument()

@@ -194,3 +194,18 @@ def test_a_span_recorded_at_the_root_replays_under_a_tracers_span_and_no_other_c
     monkeypatch.setattr(recorder, "SPAN_PARENTS", [under_the_agent])
     result = al.replay(renamed, run)
     assert not result.ok and result.divergence.seq == started[2].seq
+
+
+def test_the_attributes_of_the_recorders_own_span_are_compared(store: Any) -> None:
+    """A tracer's span attributes are what it saw and are not compared (they can hold ids new
+    on every run); the attributes a program gives its own span are what it did, and are."""
+    given = iter(["first", "second"])
+
+    def program(rec: Any) -> None:
+        with rec.span("step", attributes={"plan": next(given)}):
+            rec.emit("note", {"step": 1})
+
+    run = al.record(program, store=store)
+    result = al.replay(program, run)
+    assert not result.ok and result.divergence.seq == 1
+    assert "/attributes/plan" in str(result.divergence)

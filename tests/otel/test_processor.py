@@ -338,9 +338,9 @@ def test_a_recording_with_live_spans_replays_strictly(instrumented: Any, store: 
 
 
 def test_instrument_turns_on_the_openinference_instrumentors_only() -> None:
-    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor as GenAIOpenAIInstrumentor
-
     from importlib import metadata
+
+    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor as GenAIOpenAIInstrumentor
 
     installed = {ep.name for ep in metadata.entry_points(group="openinference_instrumentor")}
     handle = al.instrument()
