@@ -30,7 +30,9 @@ tell: the rest is that call's answer again. What each span becomes is
 the OTLP import's mapping
 (:mod:`agentlog.interop.spanmap`), with two differences that keep a recording replayable:
 the OpenTelemetry ids (random on every run) are not in the payload, and ``duration_ms`` is
-not taken from the span's clock (the events' ``ts`` say when each side happened); and one
+not taken from the span's clock (the events' ``ts`` say when each side happened) (a strict
+replay does not compare a span's attributes either, which can hold a framework's own ids,
+new on every run: :func:`agentlog.capture.sinks._seen_only`); and one
 that comes from writing a span while it runs: what its attributes were when it started is
 its ``span.started``'s, what they became its ``span.ended``'s (an import, which sees the
 finished span, writes them all at the start).
