@@ -47,6 +47,7 @@ from ..events import (
     Body,
     CallFailed,
     Event,
+    HTTPRequest,
     HTTPResponse,
     LLMResponse,
     SpanEnded,
@@ -57,6 +58,7 @@ from ..events import (
 from ..redact import DEFAULT, Redactor
 from ..store.writer import Emit
 from .divergence import Divergence, as_recorded, differing_fields, payload_diff
+from .headers import TRACE_HEADERS, describes_the_client
 
 __all__ = ["EXTERNAL_TYPES", "RESPONSE_TYPES", "Interrupted", "ReplaySink", "ResponseCache", "Sink",
            "WriterSink", "answer_kind", "cached", "is_interruption", "recorded_by", "run_redactor"]
@@ -107,7 +109,9 @@ _SEEN: Final = frozenset({SpanEnded.K.attributes, SpanEnded.K.kind})
 
 
 def _seen_only(expected: Event, actual: Event) -> bool:
-    """True when two events differ only in what a tracer saw, not in what the program did: the
+    """True when two events differ only in what a tracer or the client saw, not in what the
+    program did: the headers in which an HTTP client describes itself (an SDK's version, the
+    OS: :mod:`agentlog.capture.headers`); the
     ``attributes`` of a tracer's span (an OpenTelemetry span's: ``otel`` is set), which can hold
     values new on every run (LangChain's message ids, PydanticAI's conversation and call ids),
     as its ``span.started`` or its ``span.ended`` has them, and the ``kind`` a ``span.ended``
@@ -118,6 +122,8 @@ def _seen_only(expected: Event, actual: Event) -> bool:
     is in the call's own events, compared in full."""
     if expected.type != actual.type:
         return False
+    if expected.type == HTTPRequest.TYPE:
+        return _what_was_asked(expected.payload) == _what_was_asked(actual.payload)
     if expected.type == SpanEnded.TYPE:
         return _without(expected.payload, _SEEN) == _without(actual.payload, _SEEN)
     if expected.type != SpanStarted.TYPE:
@@ -133,6 +139,20 @@ def _seen_only(expected: Event, actual: Event) -> bool:
 _PARENT: Final = SpanStarted.K.parent
 _OTEL: Final = SpanStarted.K.otel
 _ATTRIBUTES: Final = SpanStarted.K.attributes
+
+
+def _what_was_asked(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """An ``http.request``'s payload without the headers in which the client describes itself
+    (its version, OS, runtime) or a tracer put its trace context (in runs recorded before it
+    was left out): :mod:`agentlog.capture.headers`."""
+    headers = payload.get(_HEADERS)
+    if not isinstance(headers, Mapping):
+        return dict(payload)
+    return {**payload, _HEADERS: {name: value for name, value in headers.items()
+                                  if not (describes_the_client(name) or name in TRACE_HEADERS)}}
+
+
+_HEADERS: Final = HTTPRequest.K.headers
 
 
 def _without(payload: Mapping[str, Any], keys: AbstractSet[str]) -> dict[str, Any]:

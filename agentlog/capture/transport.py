@@ -89,6 +89,7 @@ from ..redact import MARKER, Redactor
 from ..store.writer import Emit
 from .effects import Opaque, Steps, arun, run
 from .endpoints import ModelCall, model_call
+from .headers import TRACE_HEADERS
 from .httpx_hook import HTTPX_MODULES, install, installed, uninstall
 from .recorder import OpenSpan, Recorder, active_recorder, call_failed
 from .streams import assemble, sse_events
@@ -316,20 +317,9 @@ def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redac
                   (thread, None if task is None else id(task)))
 
 
-#: Request headers not kept: the trace context a tracer adds to every request it sees go out
-#: (W3C Trace Context and Baggage, B3, Jaeger, Datadog, Sentry, AWS X-Ray, Google Cloud). Their
-#: ids are new on every run, as the OpenTelemetry ids the span processor leaves out of a span's
-#: payload are: kept, a replay of any traced run would differ from its recording at each
-#: request (the Anthropic SDK, for one, sends ``traceparent`` once a tracer provider is set).
-TRACE_HEADERS: Final = frozenset({
-    "traceparent", "tracestate", "baggage", "b3", "x-b3-traceid", "x-b3-spanid", "x-b3-parentspanid",
-    "x-b3-sampled", "x-b3-flags", "uber-trace-id", "x-datadog-trace-id", "x-datadog-parent-id",
-    "x-datadog-sampling-priority", "x-datadog-origin", "x-datadog-tags", "sentry-trace",
-    "x-amzn-trace-id", "x-cloud-trace-context"})
-
-
 def _kept_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The request headers to record: all but :data:`TRACE_HEADERS`."""
+    """The request headers to record: all but the trace context a tracer added
+    (:data:`~agentlog.capture.headers.TRACE_HEADERS`: new ids on every run)."""
     return [(name, value) for name, value in headers if name.lower() not in TRACE_HEADERS]
 
 

@@ -247,7 +247,7 @@ def test_the_trace_context_a_tracer_adds_is_not_recorded_and_replay_passes(store
     headers are recorded as sent."""
     import os
 
-    from agentlog.capture.transport import TRACE_HEADERS
+    from agentlog.capture.headers import TRACE_HEADERS
 
     sent: list[httpx.Request] = []
 
@@ -269,3 +269,26 @@ def test_the_trace_context_a_tracer_adds_is_not_recorded_and_replay_passes(store
     result = al.replay(program, run)
     assert result.ok, str(result.divergence)
     assert len(sent) == 1
+
+
+def test_a_replay_on_another_os_or_sdk_version_passes_but_not_another_request(store: Any) -> None:
+    """The headers in which a client describes itself (``User-Agent``, the Stainless SDKs'
+    ``X-Stainless-*``: OpenAI's and Anthropic's version, OS, runtime) are recorded and not
+    compared: a run recorded on a laptop replays in CI. A header of the request itself is."""
+    machines = iter([("MacOS", "openai/1.50"), ("Linux", "openai/1.51"), ("Linux", "openai/1.51")])
+    tenants = iter(["acme", "acme", "globex"])
+
+    def program(rec: Any) -> int:
+        os_name, agent = next(machines)
+        client = al.transport.client(rec, transport=httpx.MockTransport(lambda request: httpx.Response(204)))
+        return client.get("https://example.test/", headers={
+            "User-Agent": agent, "X-Stainless-OS": os_name, "X-Tenant": next(tenants)}).status_code
+
+    run = al.record(program, store=store)
+    [asked] = [e for e in run.iter_events() if e.type == "http.request"]
+    assert HTTPRequest.of(asked).headers["x-stainless-os"] == "MacOS"  # recorded as sent
+    result = al.replay(program, run)
+    assert result.ok, str(result.divergence)
+    result = al.replay(program, run)
+    assert not result.ok and result.divergence.seq == asked.seq
+    assert "/headers/x-tenant" in str(result.divergence)
