@@ -136,7 +136,7 @@ def _bar_labels(a: dict[str, np.ndarray], sel: np.ndarray, names: bool) -> list[
     out = []
     for i in sel:
         if a["group"][i] == "llm" and a["model"][i]:
-            text = f"{a['model'][i] or a['name'][i]} · {a['input'][i]:,} in / {a['output'][i]:,} out"
+            text = f"{a['model'][i]} · {a['input'][i]:,} in / {a['output'][i]:,} out"
         else:
             text = cut(str(a["name"][i]), LABEL_CHARS) if names else ""
         out.append(html.escape(text, quote=False))
