@@ -453,6 +453,8 @@ class SpanProcessor(_SDKSpanProcessor):
                 covered = kind == LLM and live.covered
                 # The default join, asked first: a call the transport wrote is the span's, so
                 # the span's own call is not built only to be dropped.
+                if kind == LLM:
+                    self._let_go(rec, written.started_seq)
                 joined = (kind == LLM and not covered and self.join == self.join_transport
                           and (_take_transport_call(rec, written.started_seq) or _share_transport_call(rec, live)))
                 logged = covered or joined
@@ -536,6 +538,28 @@ class SpanProcessor(_SDKSpanProcessor):
                 recorded.joined = True
                 return True
         return False
+
+    def _let_go(self, rec: Recorder, started: int) -> None:
+        """Let go of the transport's calls at the front of its list that no span can join any
+        more: joined ones (kept for :func:`_share_transport_call`), and those asked before
+        every span of ``rec``'s run still open (and this one, which started at ``started``)
+        started: a model call no tracer saw (a client with no instrumentor), which would
+        otherwise stay in the list, and be looked at by every span's end, until 1,000 more
+        calls pushed it out."""
+        calls = model_calls(rec)
+        if not calls or calls[0].joined or calls[0].request_seq > started:
+            return  # the usual case: nothing to let go, or the join lets the joined go
+        with self._lock:
+            oldest = min((live.written.started_seq for live in self._live.values() if live.rec is rec),
+                         default=started)
+        oldest = min(oldest, started)
+        joined = _joined.get(rec)
+        while calls and (calls[0].joined or calls[0].request_seq < oldest):
+            call = calls.popleft()
+            if call.joined:
+                if joined is None:
+                    joined = _joined[rec] = deque(maxlen=JOINED_KEPT)
+                joined.append(call)
 
     def _cover(self, live: _Live) -> None:
         """Mark every open ancestor of a span that wrote a model call: it is the same call."""

@@ -635,3 +635,31 @@ def test_written_keeps_the_spans_of_the_last_runs_only(store: Any, monkeypatch: 
             runs.append(rec.run_id)
     assert [len(processor.written(run_id)) for run_id in runs] == [0, 0, 1, 1, 1]
     assert [w.span_id for w in processor.written(runs[-1])] == ["s1"]
+
+
+def test_calls_no_span_saw_are_let_go_and_the_traced_still_join(instrumented: Any, store: Any) -> None:
+    """Model calls no tracer saw (sent by a plain httpx client: no instrumentor, no span) are
+    rows of their own; the join's list lets them go once no open span can join them, so the
+    spans that end later do not look at every one of them, and each traced call still joins."""
+    import httpx
+    import openai
+    from _endpoint import chat
+
+    from agentlog.capture.transport import model_calls
+
+    untraced = 30
+    with al.recording(store=store, name="mixed") as rec:
+        plain = al.transport.client(rec, transport=httpx.MockTransport(chat))
+        for i in range(untraced):
+            plain.post("http://llm.test/v1/chat/completions",
+                       json={"model": MODEL, "messages": [{"role": "user", "content": f"plain {i}"}]})
+        assert len(model_calls(rec)) == untraced  # none joined: no span saw them
+        client = openai.OpenAI(api_key="test", base_url="http://llm.test/v1", http_client=plain)
+        for i in range(3):
+            client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": f"traced {i}"}])
+        left = list(model_calls(rec))
+    run = store.run(rec.run_id)
+    assert len(run.llm_calls()) == untraced + 3
+    traced = [w for w in instrumented.processor.written(run.id) if w.kind == "llm"]
+    assert len(traced) == 3 and all(w.call_seqs == [] for w in traced)  # each joined its own call
+    assert len(left) <= 1 and all(call.joined for call in left)
