@@ -8,7 +8,7 @@ arguments ``{"service": "api"}``; otherwise it answers text that quotes the last
 chunk only when ``stream_options.include_usage`` asked for it (:meth:`LLMServer.hold_streams`
 holds a stream after its first chunks until the test releases it). ``POST /v1/responses`` answers
 in the Responses API's shape, ``POST /v1/messages`` in Anthropic's (streamed as its API streams, asked with ``stream``) and
-``POST /v1beta/models/<model>:generateContent`` in Gemini's. Every request is counted and kept (``server.requests``).
+``POST /v1beta/models/<model>:generateContent`` in Gemini's (``:streamGenerateContent``: streamed as its API streams). Every request is counted and kept (``server.requests``).
 
     with LLMServer() as server:
         openai.OpenAI(base_url=server.url, api_key="test")...
@@ -95,6 +95,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._anthropic_stream(message)
             else:
                 self._json(200, message)
+        elif ":streamGenerateContent" in self.path:
+            self._gemini_stream(self.path.split("/models/")[1].split(":")[0])
         elif ":generateContent" in self.path:
             self._json(200, {"candidates": [{"content": {"role": "model", "parts": [{"text": "restart the api"}]},
                                              "finishReason": "STOP", "index": 0}],
@@ -157,6 +159,25 @@ class _Handler(BaseHTTPRequestHandler):
             {"type": "message_stop"}]
         for event in events:
             self._chunk(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
+        self._chunk(b"")
+
+    def _gemini_stream(self, model: str) -> None:
+        """The answer as Gemini's API streams it (``alt=sse``): a response a chunk, one word of
+        text each, the finish reason and the usage in the last."""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        words = ["restart", "the", "api"]
+        for i, word in enumerate(words):
+            last = i == len(words) - 1
+            candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": word if i == 0 else " " + word}]},
+                                         "index": 0}
+            chunk: dict[str, Any] = {"candidates": [{**candidate, "finishReason": "STOP"} if last else candidate],
+                                     "modelVersion": model}
+            if last:
+                chunk["usageMetadata"] = GEMINI_USAGE
+            self._chunk(f"data: {json.dumps(chunk)}\r\n\r\n".encode())
         self._chunk(b"")
 
     def _chunk(self, data: bytes) -> None:

@@ -266,3 +266,34 @@ def test_a_stream_traced_by_the_openai_instrumentor_is_one_row(instrumented: Any
     replayed = al.replay(program, run)
     assert replayed.ok, str(replayed.divergence)
     assert replayed.result == run.event(len(run) - 1).payload["result"] and len(server.requests) == 3
+
+
+def test_a_gemini_stream_from_the_google_genai_sdk(server: LLMServer, store: Any) -> None:
+    """Google's ``google-genai`` SDK streaming ``generate_content_stream`` (``:streamGenerateContent``,
+    server-sent events) through the transport: one row with the usage of the last chunk, priced
+    by genai-prices, and a replay whose iterator yields the same texts with no request."""
+    from _server import GEMINI_USAGE
+    from genai_prices import calc_price, extract_usage
+    from google import genai
+    from google.genai import types
+
+    root = server.url.removesuffix("/v1")
+
+    def program(rec: Any) -> list[str]:
+        client = genai.Client(api_key="test", http_options=types.HttpOptions(base_url=root, api_version="v1beta"))
+        return [str(chunk.text) for chunk in client.models.generate_content_stream(
+            model="gemini-1.5-flash", contents="cpu=0.9, what now?")]
+
+    run = al.record(program, store=store, name="gemini-stream")
+    live = run.event(len(run) - 1).payload["result"]
+    assert "".join(live) == "restart the api" and len(live) == 3
+    [answer] = [e for e in run.iter_events() if e.type == "llm.response"]
+    usage = extract_usage({"usageMetadata": GEMINI_USAGE}, provider_id="google").usage
+    price = float(calc_price(usage, model_ref="gemini-1.5-flash", provider_id="google").total_price)
+    assert (answer.model, answer.input_tokens, answer.cached_tokens) == (
+        "gemini-1.5-flash", GEMINI_USAGE["promptTokenCount"], GEMINI_USAGE["cachedContentTokenCount"])
+    assert answer.cost_usd == pytest.approx(price, rel=1e-12) and LLMResponse.of(answer).streamed
+    assert LLMResponse.of(answer).message == {"role": "assistant", "content": "restart the api"}
+    replayed = al.replay(program, run)
+    assert replayed.ok, str(replayed.divergence)
+    assert replayed.result == live and len(server.requests) == 1
