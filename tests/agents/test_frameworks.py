@@ -1,6 +1,6 @@
 """Real agents recorded as they are, with one line: a LangGraph ``create_react_agent`` (langgraph
-+ langchain-openai) and an OpenAI Agents SDK agent, against the loopback OpenAI-compatible
-server. Each run has one LLM row per model call with tokens and cost equal to genai-prices' own
++ langchain-openai), an OpenAI Agents SDK agent and a PydanticAI agent, against the loopback
+OpenAI-compatible server. Each run has one LLM row per model call with tokens and cost equal to genai-prices' own
 price of the usage the server sent, replays strictly with zero requests, and forks at a tool
 result with a changed value: the fork's next model call differs and goes to the server."""
 
@@ -337,14 +337,13 @@ def test_a_pydantic_ai_agent_traced_by_its_own_spans_recorded_replayed_and_forke
     agentlog: one row per model call, the tool one row under PydanticAI's tool span, a strict
     replay with zero requests though PydanticAI's spans carry ids new on every run
     (``gen_ai.conversation.id``), and a fork at the tool result."""
+    import openai
     from pydantic_ai import Agent
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
     handle = al.instrument(instrumentors=[])  # PydanticAI's spans only: no OpenInference instrumentor
     try:
-        import openai
-
         agent = Agent(system_prompt="You are an SRE.")
         agent.instrument = True  # PydanticAI's own spans, on the global tracer provider (al.instrument's)
 
