@@ -206,10 +206,16 @@ class _CountingSink:
         from agentlog.events import Event
 
         self.next_seq += 1
-        return Event(seq=self.next_seq - 1, type=getattr(type, "TYPE", type), payload=payload or {})
+        return Event(seq=self.next_seq - 1, type=getattr(type, "TYPE", type), payload=payload or {},
+                     span_id=fields.get("span_id"))
 
     def emit_many(self, items: Any, *, hold: bool = False, sync: bool = True) -> list[Any]:
-        return [self.emit(item.body) for item in items]
+        from agentlog.capture.sinks import item_span
+
+        events: list[Any] = []
+        for item in items:
+            events.append(self.emit(item.body, span_id=item_span(item, events, self.next_seq)))
+        return events
 
     def flush(self) -> None:
         pass

@@ -66,7 +66,7 @@ from ..redact import Redactor
 from ..store.writer import Emit
 from .effects import Opaque, Steps, arun, run
 from .providers import LLMResult, normalize
-from .sinks import Interrupted, Sink
+from .sinks import Interrupted, Sink, item_span
 from .streams import assemble, drain, is_stream, stream_api
 
 __all__ = ["SPAN_PARENTS", "Deferred", "LLMCallError", "OpenSpan", "Recorder", "SpanParent", "active_recorder", "call_failed", "error_text", "span", "takes_idempotency_key",
@@ -291,7 +291,8 @@ class Recorder:
                 return events
         for item in items:
             caused_by = item.caused_by if item.caused_by_item is None else events[item.caused_by_item].seq
-            event = sink.emit(item.body, actor=item.actor, caused_by=caused_by, span_id=item.span_id)
+            event = sink.emit(item.body, actor=item.actor, caused_by=caused_by,
+                              span_id=item_span(item, events, sink.next_seq))
             events.append(event)
             if taken is not None:
                 taken.append(event)
@@ -355,21 +356,22 @@ class Recorder:
         :meth:`OpenSpan.close` (a span that outlives the code that opened it: a stream read
         after the call returned). Events go into it when given its ``span_id``, or inside
         :meth:`OpenSpan.entered`. :meth:`span` is this with a ``with`` block."""
-        span_id, body = self._span_started(name, kind, attributes)
-        started = self.emit(body, actor=actor, span_id=span_id)
-        return OpenSpan(self, name, span_id, started.seq, actor)
+        body = self._span_started(name, kind, attributes)
+        [started] = self.emit_many([Emit(body, actor or self.actor, span_item=0)])
+        assert started.span_id is not None
+        return OpenSpan(self, name, started.span_id, started.seq, actor)
 
     def _span_started(self, name: str, kind: str,
-                      attributes: Mapping[str, Any] | None = None) -> tuple[str, SpanStarted]:
-        """The id and the ``span.started`` of a span about to be opened here (written next)."""
-        span_id = f"s{self._sink.next_seq}"
+                      attributes: Mapping[str, Any] | None = None) -> SpanStarted:
+        """The ``span.started`` of a span about to be opened here; its id is the seq it gets,
+        taken as it is written (``Emit.span_item``), so spans opened at once from several
+        threads never share one."""
         parent = self.current_span
         for hook in SPAN_PARENTS:  # the innermost span open here, of whoever opened it last
             other = hook(self)
             if _span_number(other) > _span_number(parent):
                 parent = other
-        return span_id, SpanStarted(name=name, kind=kind, parent=parent,
-                                    attributes=dict(attributes) if attributes else None)
+        return SpanStarted(name=name, kind=kind, parent=parent, attributes=dict(attributes) if attributes else None)
 
     # --- model calls ------------------------------------------------------------------------
 
@@ -604,17 +606,16 @@ class Recorder:
         """Open a span and write its first event, in one batch (one WAL write, one fsync, or
         with ``sync=False`` none: :meth:`emit_many`); the span and that event. The events are
         those of ``first`` emitted inside :meth:`span`."""
-        span_id, started = self._span_started(name, kind)
+        started = self._span_started(name, kind)
         who = actor or self.actor
         taken: list[Event] = []
         try:
-            self.emit_many([Emit(started, who, None, span_id), Emit(first, who, None, span_id)],
-                           taken=taken, sync=sync)
+            self.emit_many([Emit(started, who, span_item=0), Emit(first, who, span_item=0)], taken=taken, sync=sync)
         except BaseException as exc:
             if taken:  # the span was opened, its first event refused: it ends with the error
-                OpenSpan(self, name, span_id, taken[0].seq, actor).close(exc)
+                OpenSpan(self, name, str(taken[0].span_id), taken[0].seq, actor).close(exc)
             raise
-        return OpenSpan(self, name, span_id, taken[0].seq, actor), taken[1]
+        return OpenSpan(self, name, str(taken[0].span_id), taken[0].seq, actor), taken[1]
 
     def _close_with(self, span: OpenSpan, last: Body, caused_by: int, actor: str | None) -> Event:
         """Write ``last`` and end ``span``, in one batch; the event of ``last``."""

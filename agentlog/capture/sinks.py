@@ -61,7 +61,7 @@ from .divergence import Divergence, as_recorded, differing_fields, payload_diff
 from .headers import TRACE_HEADERS, describes_the_client
 
 __all__ = ["EXTERNAL_TYPES", "RESPONSE_TYPES", "Interrupted", "ReplaySink", "ResponseCache", "Sink",
-           "WriterSink", "answer_kind", "cached", "is_interruption", "recorded_by", "run_redactor"]
+           "WriterSink", "answer_kind", "cached", "is_interruption", "item_span", "recorded_by", "run_redactor"]
 
 #: Event types that answer a call, and so can be served from a log. ``error`` answers a call
 #: that failed: replay fails it the same way.
@@ -157,6 +157,15 @@ _HEADERS: Final = HTTPRequest.K.headers
 
 def _without(payload: Mapping[str, Any], keys: AbstractSet[str]) -> dict[str, Any]:
     return {k: v for k, v in payload.items() if k not in keys}
+
+
+def item_span(item: Emit, events: Sequence[Event], seq: int) -> str | None:
+    """The span id of a batch's item emitted one at a time: its ``span_id``, or the span its
+    ``span_item`` names (``events``: the batch's items emitted so far; ``seq``: the next seq,
+    this item's)."""
+    if item.span_item is None:
+        return item.span_id
+    return f"s{seq if item.span_item == len(events) else events[item.span_item].seq}"
 
 
 def answer_kind(event: Event) -> tuple[str, str]:
@@ -515,7 +524,8 @@ class ReplaySink:
         events: list[Event] = []
         for item in items:
             caused_by = item.caused_by if item.caused_by_item is None else events[item.caused_by_item].seq
-            events.append(self.emit(item.body, actor=item.actor, caused_by=caused_by, span_id=item.span_id))
+            events.append(self.emit(item.body, actor=item.actor, caused_by=caused_by,
+                                    span_id=item_span(item, events, self.next_seq)))
         return events
 
     def flush(self) -> None:

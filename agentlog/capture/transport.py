@@ -275,9 +275,9 @@ def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redac
          name: str) -> _Asked:
     """Open the exchange's span and write its requests, in one batch, before the request is
     sent: ``span.started``, ``llm.request`` for a model call, then ``http.request``."""
-    span_id, started = rec._span_started(name, "llm" if call else "http")
+    started = rec._span_started(name, "llm" if call else "http")
     actor = rec.actor
-    items = [Emit(started, actor, None, span_id)]
+    items = [Emit(started, actor, span_item=0)]  # the span's id: its span.started's seq, taken as written
     taken: list[Event] = []
     batched = False
     try:
@@ -291,7 +291,7 @@ def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redac
             clean = not redactor.finds(call.body)
             llm_body = rec._llm_request(call.request, call.provider, redacted=clean, text=body)
             llm_key = llm_body.key
-            items.append(Emit(llm_body, actor, None, span_id))
+            items.append(Emit(llm_body, actor, span_item=0))
         if call is None or not clean or not _is_json(media):
             body = redact_body(redactor, body, media, None if call is None else call.body)
         url = redactor.url(str(request.url))
@@ -299,8 +299,8 @@ def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redac
         items.append(Emit(HTTPRequest(key=key, method=request.method, url=url,
                                       headers=redactor.headers(_kept_headers(request.headers.items())),
                                       body=_kept_body(rec, body, media)),
-                          actor, None, span_id, caused_by_item=None if call is None else 1,
-                          inline=call is not None))
+                          actor, caused_by_item=None if call is None else 1, inline=call is not None,
+                          span_item=0))
         batched = True
         rec.emit_many(items, taken=taken, sync=call is None)
     except BaseException as exc:
@@ -309,9 +309,9 @@ def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redac
                 rec.emit_many(items, taken=taken)
         finally:
             if taken:  # the span was opened: it ends with the error
-                OpenSpan(rec, name, span_id, taken[0].seq, None).close(exc)
+                OpenSpan(rec, name, str(taken[0].span_id), taken[0].seq, None).close(exc)
         raise
-    span = OpenSpan(rec, name, span_id, taken[0].seq, None)
+    span = OpenSpan(rec, name, str(taken[0].span_id), taken[0].seq, None)
     thread, task = flow()
     return _Asked(rec, call, span, key, taken[-1], llm_key, taken[1] if call is not None else None,
                   (thread, None if task is None else id(task)))

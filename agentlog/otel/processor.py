@@ -333,10 +333,12 @@ class SpanProcessor(_SDKSpanProcessor):
     def _framework_span(self, rec: Recorder) -> str | None:
         """The agentlog span id of the innermost span a framework has open here by its own
         bookkeeping (:data:`FRAMEWORK_SPANS`) that this processor wrote into ``rec``'s run, or
-        of its open child when it has one only, and so on down: LangChain's current run is the
-        one that set a context for what it calls, and a chat model sets none, so its HTTP
-        request runs in its parent's run while the model's own span is that parent's one open
-        child. Two open children (runs side by side) leave the parent: never a sibling's span."""
+        of its open child, and so on down: LangChain's current run is the one that set a
+        context for what it calls, and a chat model sets none, so its HTTP request runs in its
+        parent's run while the model's own span is that parent's open child. Of two children
+        open side by side, the one started in the calling thread and task (a parallel run's
+        branch in a thread of its own), or, when that does not tell, neither: never a
+        sibling's span."""
         found: str | None = None
         for current in FRAMEWORK_SPANS:
             span = current()
@@ -347,22 +349,22 @@ class SpanProcessor(_SDKSpanProcessor):
                 live = self._live.get(key)
                 if live is None or live.rec is not rec:
                     continue
-                while (child := self._only_open_child(key, rec)) is not None:
+                thread, task = flow()
+                while (child := self._open_child(key, rec, thread, task)) is not None:
                     key, live = child
                 if _seq_of(live.written.span_id) > _seq_of(found):
                     found = live.written.span_id
         return found
 
-    def _only_open_child(self, key: int, rec: Recorder) -> tuple[int, _Live] | None:
-        """The one open span under OpenTelemetry span ``key`` in ``rec``'s run, if it has one
-        only (called with the lock held)."""
-        only: tuple[int, _Live] | None = None
-        for child_key, child in self._live.items():
-            if child.parent == key:
-                if only is not None:
-                    return None
-                only = (child_key, child)
-        return only if only is not None and only[1].rec is rec else None
+    def _open_child(self, key: int, rec: Recorder, thread: int, task: Any) -> tuple[int, _Live] | None:
+        """The open span under OpenTelemetry span ``key`` in ``rec``'s run that the calling
+        flow is in: its only one, or, of several side by side, the only one that started in
+        this thread and asyncio task (a branch of a parallel run, in a thread of its own);
+        ``None`` when that is not known (called with the lock held)."""
+        children = [(child_key, child) for child_key, child in self._live.items() if child.parent == key]
+        if len(children) > 1:
+            children = [(k, c) for k, c in children if c.thread == thread and c.task is task]
+        return children[0] if len(children) == 1 and children[0][1].rec is rec else None
 
     def _started_seq(self, run_id: str, otel_span_id: str) -> int:
         for written in reversed(self._written.get(run_id, ())):
@@ -409,13 +411,13 @@ class SpanProcessor(_SDKSpanProcessor):
             sink = _sink(rec)
             if rec not in self._tools:
                 self._watch(rec, sink)
-            span_id = f"s{sink.next_seq}"
             # Its attributes (an instrumentor's input.value: the whole request, or state) are
             # what the span saw, unique to it: kept in the event, not as blob files and their
-            # fsyncs, which would make the agent wait for the disk at every span's start.
-            [event] = self._own(sink, [Emit(body, rec.actor, None, span_id, inline=True)], hold=True)
+            # fsyncs, which would make the agent wait for the disk at every span's start. Its
+            # id is the seq it gets, taken as it is written (another thread may write first).
+            [event] = self._own(sink, [Emit(body, rec.actor, inline=True, span_item=0)], hold=True)
             written = WrittenSpan(trace_id=f"{context.trace_id:032x}", otel_span_id=f"{context.span_id:016x}",
-                                  span_id=span_id, kind=kind, started_seq=event.seq)
+                                  span_id=str(event.span_id), kind=kind, started_seq=event.seq)
             thread, task = flow()
             self._live[context.span_id] = _Live(rec, written, None if above is None else above.span_id,
                                                 root=parent is None, started=body, thread=thread, task=task)

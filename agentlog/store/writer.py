@@ -77,6 +77,11 @@ class Emit(NamedTuple):
     threshold: for a value unique to its event (a model call's HTTP body holds the whole
     conversation; a live span's attributes, what it saw), which a blob would store once all
     the same, at the cost of a file and two fsyncs."""
+    span_item: int | None = None
+    """Instead of ``span_id``: the index, in the same batch, of the item whose seq names the
+    span (``s<seq>``: the ``span.started`` that opens it; its own index for that item). The id
+    is taken where the seq is, under the writer's lock, so spans opened at once from several
+    threads never share one."""
 
 
 class _Staged(NamedTuple):
@@ -369,7 +374,10 @@ class RunWriter:
                     caused_by = item.caused_by
                     if item.caused_by_item is not None:
                         caused_by = _item_seq(staged, item.caused_by_item, self.id, seq)
-                    one = self._stage_body(body, seq, head, item.actor, caused_by, item.span_id, item.ts,
+                    span_id = item.span_id
+                    if item.span_item is not None:
+                        span_id = f"s{seq if item.span_item == len(staged) else _item_seq(staged, item.span_item, self.id, seq)}"
+                    one = self._stage_body(body, seq, head, item.actor, caused_by, span_id, item.ts,
                                            item.inline)
                 staged.append(one)
                 seq, head = seq + 1, one.event.hash

@@ -185,6 +185,28 @@ def test_a_langgraph_run_recorded_before_its_spans_nested_replays(server: LLMSer
         handle.uninstrument()
 
 
+def test_parallel_model_calls_each_nest_under_their_own_chat_model_span(server: LLMServer, store: Any) -> None:
+    """A ``RunnableParallel`` of two chat models, run sync (each branch in a thread of its
+    own): each model call the transport writes is under its own branch's ChatOpenAI span,
+    though both are open side by side."""
+    from langchain_core.runnables import RunnableParallel
+    from langchain_openai import ChatOpenAI
+
+    handle = al.instrument(instrumentors=["openinference-instrumentation-langchain"])
+    try:
+        model = ChatOpenAI(model=MODEL, base_url=server.url, api_key="test", max_retries=0)  # type: ignore[arg-type]
+        both = RunnableParallel(a=model, b=model)
+        run = al.record(lambda rec: sorted(both.invoke(QUESTION)), store=store, name="parallel")
+        spans = run.spans().set_index("span_id")
+        written = {w.span_id for w in handle.processor.written(run.id)}
+        calls = [s for s in spans.index if s not in written]  # the transport's
+        assert len(calls) == 2 and len(run.llm_calls()) == 2
+        parents = [spans.loc[s, "parent"] for s in calls]
+        assert [spans.loc[p, "name"] for p in parents] == ["ChatOpenAI", "ChatOpenAI"] and parents[0] != parents[1]
+    finally:
+        handle.uninstrument()
+
+
 BOTH = ["openinference-instrumentation-langchain", "openinference-instrumentation-openai"]
 
 

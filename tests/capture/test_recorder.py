@@ -215,3 +215,30 @@ def test_a_model_call_costs_one_fsync_and_a_tool_call_two(store: Any, fsyncs: li
     assert after_llm == 1
     assert seen["tool"] == (["span.started", "tool.call"], 2)
     assert after_tool == 3
+
+
+def test_spans_opened_at_once_from_threads_each_get_their_own_id(store: Any) -> None:
+    """A span's id is the seq of its ``span.started``, taken as it is written: spans opened at
+    the same moment from several threads of one recording (a parallel run's branches, a thread
+    pool of tool calls) never share one, and each event is in its own thread's span."""
+    import threading
+
+    def program(rec: Any) -> None:
+        def work(i: int) -> None:
+            for j in range(40):
+                with rec.span(f"step {i}.{j}"):
+                    rec.emit("note", {"thread": i, "step": j})
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    run = al.record(program, store=store)
+    events = list(run.iter_events())
+    started = [e for e in events if e.type == "span.started"]
+    assert len(started) == 240 and all(e.span_id == f"s{e.seq}" for e in started)
+    names = {e.span_id: e.payload["name"] for e in started}
+    notes = [e for e in events if e.type == "note"]
+    assert all(names[e.span_id] == f"step {e.payload['thread']}.{e.payload['step']}" for e in notes)

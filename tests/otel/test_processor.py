@@ -663,3 +663,42 @@ def test_calls_no_span_saw_are_let_go_and_the_traced_still_join(instrumented: An
     traced = [w for w in instrumented.processor.written(run.id) if w.kind == "llm"]
     assert len(traced) == 3 and all(w.call_seqs == [] for w in traced)  # each joined its own call
     assert len(left) <= 1 and all(call.joined for call in left)
+
+
+def test_of_a_frameworks_children_side_by_side_the_calling_threads_is_the_parent(
+        store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parallel run's branches in threads of their own (LangChain's ``RunnableParallel``,
+    sync): with two children of the framework's span open, a span the recorder opens nests
+    under the one started in its own thread."""
+    import threading
+
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from agentlog.capture import recorder
+    from agentlog.otel import processor as module
+
+    provider = TracerProvider()
+    processor = al.otel.SpanProcessor()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("callbacks")
+    here: list[Any] = []
+    monkeypatch.setattr(module, "FRAMEWORK_SPANS", [lambda: here[0] if here else None])
+    monkeypatch.setattr(recorder, "SPAN_PARENTS", [processor.open_span_id])
+
+    with al.recording(store=store, name="branches") as rec:
+        run_span = tracer.start_span("RunnableParallel")
+        under = trace.set_span_in_context(run_span)
+        mine = tracer.start_span("this thread's model", context=under)
+        theirs: list[Any] = []
+        other = threading.Thread(target=lambda: theirs.append(tracer.start_span("other thread's model", context=under)))
+        other.start()
+        other.join()
+        here.append(run_span)
+        with rec.span("call in this thread"):
+            pass
+        mine.end()
+        theirs[0].end()
+        run_span.end()
+    spans = _spans(store.run(rec.run_id))
+    assert ("call in this thread", "chain", "this thread's model") in spans
