@@ -21,6 +21,7 @@ point where it stopped.
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -241,6 +242,9 @@ class ResponseCache:
     def __init__(self, events: Iterable[Event]) -> None:
         self._events: Iterator[Event] | None = iter(events)
         self._answers: dict[tuple[str, str], deque[Event]] = defaultdict(deque)
+        # calls answered at once from several threads (a parallel run's branches) read the
+        # events one at a time: the iterator cannot be advanced from two threads
+        self._lock = threading.RLock()
 
     def _read(self, until: tuple[str, str] | None = None) -> None:
         """Index the events not read yet, up to the first answer for ``until`` (all if None)."""
@@ -262,18 +266,21 @@ class ResponseCache:
 
     def take(self, kind: str, key: str) -> Event | None:
         """Pop the next recorded answer for this call, or ``None`` when there is none."""
-        queue = self._answers.get((kind, key))
-        if not queue:
-            self._read(until=(kind, key))
+        with self._lock:
             queue = self._answers.get((kind, key))
-        return queue.popleft() if queue else None
+            if not queue:
+                self._read(until=(kind, key))
+                queue = self._answers.get((kind, key))
+            return queue.popleft() if queue else None
 
     def keys(self, kind: str) -> list[str]:
         """The recorded keys of one kind that still have answers."""
-        return [k for (t, k), q in self._index().items() if t == kind and q]
+        with self._lock:
+            return [k for (t, k), q in self._index().items() if t == kind and q]
 
     def __len__(self) -> int:
-        return sum(len(q) for q in self._index().values())
+        with self._lock:
+            return sum(len(q) for q in self._index().values())
 
 
 def cached(event: Event) -> Body:

@@ -209,3 +209,36 @@ def test_the_attributes_of_the_recorders_own_span_are_compared(store: Any) -> No
     result = al.replay(program, run)
     assert not result.ok and result.divergence.seq == 1
     assert "/attributes/plan" in str(result.divergence)
+
+
+def test_recorded_answers_are_taken_from_several_threads_at_once() -> None:
+    """A permissive replay or a fork of a run whose calls went out side by side from threads
+    (a parallel run's branches) takes their answers at once: each call gets its own, once."""
+    import threading
+
+    from agentlog.capture.sinks import ResponseCache
+    from agentlog.events import Event
+
+    def recorded() -> Any:  # read lazily, as the cache reads a run
+        for i in range(4000):
+            time.sleep(0)  # let another thread in while this one reads
+            yield Event(seq=i, type="tool.result", payload={"key": f"k{i}", "name": "t", "result": i})
+
+    cache = ResponseCache(recorded())
+    got: dict[int, Any] = {}
+    failed: list[BaseException] = []
+
+    def take(worker: int) -> None:
+        try:
+            for i in range(worker, 4000, 8):
+                got[i] = cache.take("tool.result", f"k{3999 - i}")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failed.append(exc)
+
+    threads = [threading.Thread(target=take, args=(w,)) for w in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failed == []
+    assert all(got[i] is not None and got[i].payload["result"] == 3999 - i for i in range(4000))
