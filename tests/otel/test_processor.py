@@ -573,13 +573,10 @@ def test_spans_written_unsynced_are_fsynced_by_the_writers_thread(store: Any, fs
         assert fsyncs.count(fd) == 1  # nothing left unsynced
 
 
-def test_a_frameworks_own_span_is_the_parent_and_its_one_open_child_only(store: Any,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """A framework that keeps its open span in its own context, never the current
-    OpenTelemetry span (LangChain's runs: ``FRAMEWORK_SPANS``): the recorder's spans nest under
-    that span, or under its one open child (a chat model's span, whose HTTP call runs in its
-    parent's context); with two children open side by side, under neither of them."""
-    from opentelemetry import trace
+def _callback_tracer(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, list[Any]]:
+    """A tracer whose spans are started, never made current (as LangChain's are), on a
+    provider with agentlog's processor, and the list whose first span stands for the one a
+    framework has open here (``FRAMEWORK_SPANS``), for this test only."""
     from opentelemetry.sdk.trace import TracerProvider
 
     from agentlog.capture import recorder
@@ -588,10 +585,21 @@ def test_a_frameworks_own_span_is_the_parent_and_its_one_open_child_only(store: 
     provider = TracerProvider()
     processor = al.otel.SpanProcessor()
     provider.add_span_processor(processor)
-    tracer = provider.get_tracer("callbacks")  # spans started, never made current, as LangChain's are
     here: list[Any] = []
     monkeypatch.setattr(module, "FRAMEWORK_SPANS", [lambda: here[0] if here else None])
     monkeypatch.setattr(recorder, "SPAN_PARENTS", [processor.open_span_id])
+    return provider.get_tracer("callbacks"), here
+
+
+def test_a_frameworks_own_span_is_the_parent_and_its_one_open_child_only(store: Any,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A framework that keeps its open span in its own context, never the current
+    OpenTelemetry span (LangChain's runs: ``FRAMEWORK_SPANS``): the recorder's spans nest under
+    that span, or under its one open child (a chat model's span, whose HTTP call runs in its
+    parent's context); with two children open side by side, under neither of them."""
+    from opentelemetry import trace
+
+    tracer, here = _callback_tracer(monkeypatch)
 
     with al.recording(store=store, name="callbacks") as rec:
         run_span = tracer.start_span("RunnableParallel")
@@ -673,18 +681,8 @@ def test_of_a_frameworks_children_side_by_side_the_calling_threads_is_the_parent
     import threading
 
     from opentelemetry import trace
-    from opentelemetry.sdk.trace import TracerProvider
 
-    from agentlog.capture import recorder
-    from agentlog.otel import processor as module
-
-    provider = TracerProvider()
-    processor = al.otel.SpanProcessor()
-    provider.add_span_processor(processor)
-    tracer = provider.get_tracer("callbacks")
-    here: list[Any] = []
-    monkeypatch.setattr(module, "FRAMEWORK_SPANS", [lambda: here[0] if here else None])
-    monkeypatch.setattr(recorder, "SPAN_PARENTS", [processor.open_span_id])
+    tracer, here = _callback_tracer(monkeypatch)
 
     with al.recording(store=store, name="branches") as rec:
         run_span = tracer.start_span("RunnableParallel")
