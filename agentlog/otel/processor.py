@@ -554,14 +554,7 @@ class SpanProcessor(_SDKSpanProcessor):
         with self._lock:
             oldest = min((live.written.started_seq for live in self._live.values() if live.rec is rec),
                          default=started)
-        oldest = min(oldest, started)
-        joined = _joined.get(rec)
-        while calls and (calls[0].joined or calls[0].request_seq < oldest):
-            call = calls.popleft()
-            if call.joined:
-                if joined is None:
-                    joined = _joined[rec] = deque(maxlen=JOINED_KEPT)
-                joined.append(call)
+        _drop_front(rec, calls, min(oldest, started))
 
     def _cover(self, live: _Live) -> None:
         """Mark every open ancestor of a span that wrote a model call: it is the same call."""
@@ -639,6 +632,18 @@ JOINED_KEPT = 64
 _joined: weakref.WeakKeyDictionary[Recorder, deque[TransportCall]] = weakref.WeakKeyDictionary()
 
 
+def _drop_front(rec: Recorder, calls: deque[TransportCall], oldest: int) -> None:
+    """Take off the front of ``calls`` the joined ones (the last :data:`JOINED_KEPT` kept for
+    :func:`_share_transport_call`) and those asked before seq ``oldest``."""
+    joined = _joined.get(rec)
+    while calls and (calls[0].joined or calls[0].request_seq < oldest):
+        call = calls.popleft()
+        if call.joined:
+            if joined is None:
+                joined = _joined[rec] = deque(maxlen=JOINED_KEPT)
+            joined.append(call)
+
+
 def _take_transport_call(rec: Recorder, started: int) -> bool:
     """Join the oldest model call the HTTP transport wrote into ``rec``'s run after seq
     ``started`` (a span's start) and no span joined yet; ``False`` if there is none. The
@@ -647,11 +652,7 @@ def _take_transport_call(rec: Recorder, started: int) -> bool:
     :data:`JOINED_KEPT` of them are kept for :func:`_share_transport_call`."""
     calls = model_calls(rec)
     if calls and calls[0].joined:
-        joined = _joined.get(rec)
-        if joined is None:
-            joined = _joined[rec] = deque(maxlen=JOINED_KEPT)
-        while calls and calls[0].joined:
-            joined.append(calls.popleft())
+        _drop_front(rec, calls, -1)
     for call in calls:
         if not call.joined and call.request_seq > started:
             call.joined = True
