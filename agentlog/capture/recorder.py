@@ -63,7 +63,7 @@ from ..events import (
 )
 from ..keys import canonical_llm_key, canonical_request, tool_key
 from ..redact import Redactor
-from ..store.writer import Emit
+from ..store.writer import Emit, item_body
 from .effects import Opaque, Steps, arun, run
 from .providers import LLMResult, normalize
 from .sinks import Interrupted, Sink, item_span
@@ -289,9 +289,11 @@ class Recorder:
                 if taken is not None:
                     taken.extend(events)
                 return events
+        if getattr(sink, "compares_batches", False):  # a replay: the batch found in the log as a whole
+            return sink.emit_many(items, sync=sync, taken=taken)  # type: ignore[call-arg]
         for item in items:
             caused_by = item.caused_by if item.caused_by_item is None else events[item.caused_by_item].seq
-            event = sink.emit(item.body, actor=item.actor, caused_by=caused_by,
+            event = sink.emit(item_body(item, sink.run_id, sink.next_seq), actor=item.actor, caused_by=caused_by,
                               span_id=item_span(item, events, sink.next_seq))
             events.append(event)
             if taken is not None:
@@ -539,28 +541,31 @@ class Recorder:
     def tool_call(self, name: str, args: Mapping[str, Any], *, actor: str | None = None) -> Event:
         """Append the ``tool.call`` of a call about to be made (secrets redacted, keyed, with its
         idempotency key), for code that makes the call itself."""
-        return self.emit(self._tool_call(name, args), actor=actor)
+        [event] = self.emit_many([Emit(self._tool_call(name, args), actor or self.actor, span_id=self.current_span,
+                                       keyed=True)])
+        return event
 
-    def _tool_call(self, name: str, args: Mapping[str, Any], seq: int | None = None) -> ToolCall:
-        """The ``tool.call`` to be written as ``seq`` (default: the next)."""
+    def _tool_call(self, name: str, args: Mapping[str, Any]) -> ToolCall:
+        """The ``tool.call`` of a call, its idempotency key set as it is written
+        (:attr:`Emit.keyed <agentlog.store.writer.Emit.keyed>`)."""
         safe = self.redactor.value(args)
-        return ToolCall(key=tool_key(name, safe), name=name, args=safe,
-                        idempotency_key=f"{self.run_id}:{self.next_seq if seq is None else seq}")
+        return ToolCall(key=tool_key(name, safe), name=name, args=safe)
 
     def _tool_steps(self, name: str, args: dict[str, Any], fn: Callable[..., Any] | None,
                     actor: str | None, called: Event | None) -> Steps[Any]:
         if called is None:
             try:
-                call = self._tool_call(name, args, seq=self.next_seq + 1)  # after its span.started
+                first = self._tool_call(name, args)
             except Exception:
                 with self.span(name, kind="tool", actor=actor):
                     raise  # as when it was made inside the span: opened, and ended with the error
-            span, called = self._open_with(name, "tool", call, actor)  # on disk before the tool runs
+            span, called = self._open_with(name, "tool", first, actor, keyed=True)  # on disk before the tool runs
         else:
-            span, call = self.open_span(name, "tool", actor=actor), None
+            span = self.open_span(name, "tool", actor=actor)
         try:
             with span.entered():
-                call = call or ToolCall.of(called)  # an earlier run's call: read in the span
+                # read back: its idempotency key as it was written (or an earlier run's call)
+                call = ToolCall.of(called)
                 return (yield from self._tool_answered(span, call, called, args, fn, actor))
         except BaseException as exc:
             if not span.ended:
@@ -602,15 +607,17 @@ class Recorder:
         return ToolResult.of(done).result
 
     def _open_with(self, name: str, kind: str, first: Body, actor: str | None, *,
-                   sync: bool = True) -> tuple[OpenSpan, Event]:
+                   sync: bool = True, keyed: bool = False) -> tuple[OpenSpan, Event]:
         """Open a span and write its first event, in one batch (one WAL write, one fsync, or
         with ``sync=False`` none: :meth:`emit_many`); the span and that event. The events are
-        those of ``first`` emitted inside :meth:`span`."""
+        those of ``first`` emitted inside :meth:`span` (``keyed``: :attr:`Emit.keyed
+        <agentlog.store.writer.Emit.keyed>`)."""
         started = self._span_started(name, kind)
         who = actor or self.actor
         taken: list[Event] = []
         try:
-            self.emit_many([Emit(started, who, span_item=0), Emit(first, who, span_item=0)], taken=taken, sync=sync)
+            self.emit_many([Emit(started, who, span_item=0), Emit(first, who, span_item=0, keyed=keyed)],
+                           taken=taken, sync=sync)
         except BaseException as exc:
             if taken:  # the span was opened, its first event refused: it ends with the error
                 OpenSpan(self, name, str(taken[0].span_id), taken[0].seq, actor).close(exc)

@@ -26,7 +26,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import replace
-from typing import Any, Final, Protocol
+from typing import Any, Final, NoReturn, Protocol
 
 from ..canonical import canonical_json
 from ..chain import GENESIS, chain_hash
@@ -57,7 +57,7 @@ from ..events import (
     body_of,
 )
 from ..redact import DEFAULT, Redactor
-from ..store.writer import Emit
+from ..store.writer import Emit, item_body
 from .divergence import Divergence, as_recorded, differing_fields, payload_diff
 from .headers import TRACE_HEADERS, describes_the_client
 
@@ -78,6 +78,10 @@ Observer = Callable[[Event], None]
 
 _KEY: Final = LLMResponse.K.key
 _KIND: Final = CallFailed.K.kind
+
+#: How many recorded events past the next one strict replay reads to find the one a program
+#: emits when its calls, made side by side, came in another order than recorded.
+LOOKAHEAD: Final = 10_000
 
 
 class Interrupted(BaseException):
@@ -458,7 +462,10 @@ class ReplaySink:
                  recorded_by: Callable[[int], str] | None = None, start: int = 0,
                  redactor: Redactor = DEFAULT) -> None:
         self._recorded = iter(recorded)
-        self._ahead: Event | None = None
+        self._ahead: deque[Event] = deque()  # recorded events read, from seq pos on
+        self._early: set[int] = set()  # seqs past pos matched already (calls made side by side)
+        self.lock = threading.RLock()
+        """Held while an event or a batch is compared: threads of one program replay in turn."""
         self.prefix = prefix
         self.after = after
         self.on_cut = on_cut
@@ -478,10 +485,12 @@ class ReplaySink:
         """Inside the prefix, the id of the run that recorded the next event (so idempotency keys
         match); then the new run's."""
         if self.in_prefix or self.after is None:
-            if self.recorded_by is not None and self.in_prefix:
-                return self.recorded_by(self.pos)
-            return self.recorded_run_id
+            return self._run_at(self.pos) if self.in_prefix else self.recorded_run_id
         return self.after.run_id
+
+    def _run_at(self, seq: int) -> str:
+        """The id of the run that recorded ``seq`` (a fork's prefix: an ancestor)."""
+        return self.recorded_by(seq) if self.recorded_by is not None else self.recorded_run_id
 
     @property
     def next_seq(self) -> int:
@@ -499,11 +508,37 @@ class ReplaySink:
         return self.pos < self.prefix
 
     def _peek(self) -> Event | None:
-        if self._ahead is None or self._ahead.seq < self.pos:
-            self._ahead = next(self._recorded, None)
-            while self._ahead is not None and self._ahead.seq < self.pos:
-                self._ahead = next(self._recorded, None)
-        return self._ahead
+        ahead = self._ahead
+        while ahead and ahead[0].seq < self.pos:
+            ahead.popleft()
+        if not ahead:
+            event = next(self._recorded, None)
+            while event is not None and event.seq < self.pos:
+                event = next(self._recorded, None)
+            if event is None:
+                return None
+            ahead.append(event)
+        return ahead[0]
+
+    def _later(self) -> Iterator[tuple[Event, list[Event]]]:
+        """The recorded events after the next one, inside the prefix and not yet matched, each
+        with the events before it not yet matched (read from the log as they are asked for,
+        at most :data:`LOOKAHEAD`)."""
+        if self._peek() is None:
+            return
+        ahead, skipped = self._ahead, [self._ahead[0]]
+        for i in range(1, LOOKAHEAD):
+            if i == len(ahead):
+                event = next(self._recorded, None)
+                if event is None:
+                    return
+                ahead.append(event)
+            event = ahead[i]
+            if event.seq >= self.prefix:
+                return
+            if event.seq not in self._early:
+                yield event, skipped
+                skipped.append(event)
 
     def _skip_fork_start(self) -> None:
         if self.in_prefix and (ahead := self._peek()) is not None and ahead.type == FORK_STARTED:
@@ -511,29 +546,110 @@ class ReplaySink:
 
     def emit(self, body: Body | str, payload: Mapping[str, Any] | None = None, *, actor: str | None,
              caused_by: int | None, span_id: str | None, **usage: Any) -> Event:
-        self._skip_fork_start()
-        if not self.in_prefix:
-            return self._emit_after(body, payload, actor=actor, caused_by=caused_by, span_id=span_id,
-                                    **usage)
-        if isinstance(body, Body):
-            type_, payload, usage = body.TYPE, body.to_payload(), body.columns()
-        else:
-            type_, payload = body, dict(payload or {})
-        actual = Event(seq=self.pos, type=type_, payload=payload, actor=actor, caused_by=caused_by,
-                       span_id=span_id, **{k: v for k, v in usage.items() if v is not None})
-        return self._compare(actual)
+        with self.lock:
+            self._skip_fork_start()
+            if not self.in_prefix:
+                return self._emit_after(body, payload, actor=actor, caused_by=caused_by, span_id=span_id,
+                                        **usage)
+            if isinstance(body, Body):
+                type_, payload, usage = body.TYPE, body.to_payload(), body.columns()
+            else:
+                type_, payload = body, dict(payload or {})
+            actual = Event(seq=self.pos, type=type_, payload=payload, actor=actor, caused_by=caused_by,
+                           span_id=span_id, **{k: v for k, v in usage.items() if v is not None})
+            return self._compare(actual)
 
     atomic_batches = False
     """:meth:`emit_many` takes a batch's events one by one: it may stop between two."""
 
-    def emit_many(self, items: Sequence[Emit], *, hold: bool = False, sync: bool = True) -> list[Event]:
-        """:meth:`emit` for each item in turn (compared with the log one by one)."""
-        events: list[Event] = []
-        for item in items:
-            caused_by = item.caused_by if item.caused_by_item is None else events[item.caused_by_item].seq
-            events.append(self.emit(item.body, actor=item.actor, caused_by=caused_by,
-                                    span_id=item_span(item, events, self.next_seq)))
-        return events
+    compares_batches = True
+    """:meth:`emit_many` compares a batch as a whole first (the recorder hands it its batches)."""
+
+    def emit_many(self, items: Sequence[Emit], *, hold: bool = False, sync: bool = True,
+                  taken: list[Event] | None = None) -> list[Event]:
+        """Compare a batch with the log: as a whole, at the next seq or, for calls made side
+        by side that came in another order than recorded, at a later one (a batch was written
+        in one piece, so its events are together in the log); else :meth:`emit` for each item
+        in turn, which says where it differs. ``taken``: a list the events are appended to as
+        they are matched (what :meth:`Recorder.emit_many` gives)."""
+        with self.lock:
+            named, run_id = self.next_seq, self.run_id  # read before a recorded fork.started is passed
+            events = self._batch(items) if items else None
+            if events is None and items and not self.in_prefix and self.after is not None:
+                self._cut()  # past the prefix: the batch goes to the new run whole, ids taken there
+                events = [self._observed(event) for event in self.after.emit_many(items, hold=hold, sync=sync)]
+            elif events is not None:
+                for event in events:
+                    self._accept(event)
+            if events is not None:
+                if taken is not None:
+                    taken.extend(events)
+                return events
+            # One by one, each compared where it is, or past the prefix written: a batch across
+            # a fork's cut, a divergence, or a fork written before 2026-12-06, which named the
+            # span opened first after its cut by the seq of its fork.started (read before
+            # al.fork wrote it) and a tool call's key by the seq the batch began at.
+            events = []
+            for i, item in enumerate(items):
+                caused_by = item.caused_by if item.caused_by_item is None else events[item.caused_by_item].seq
+                events.append(self.emit(item_body(item, run_id, named + i), actor=item.actor, caused_by=caused_by,
+                                        span_id=item_span(item, events, self.next_seq if events else named)))
+                if taken is not None:
+                    taken.append(events[-1])
+            return events
+
+    def _batch(self, items: Sequence[Emit]) -> list[Event] | None:
+        """The recorded events a batch is, all inside the prefix: at the next seq, else at
+        the first later seq where they follow one another, none matched yet, in spans (and
+        caused by events) that none of the events before them not yet matched is in."""
+        self._skip_fork_start()
+        first = self._peek()
+        if first is None or first.seq + len(items) > self.prefix:
+            return None  # past the prefix, or across its end: one by one, each where it goes
+        at = self._batch_at(items, first.seq, self._prev)
+        if at is not None:
+            return at
+        body = items[0].body
+        type_ = body.TYPE if isinstance(body, Body) else body
+        for event, skipped in self._later():
+            if event.type != type_ or event.seq + len(items) > self.prefix:
+                continue
+            at = self._batch_at(items, event.seq, None)
+            if at is not None and not any(e.span_id in {a.span_id for a in at} or e.seq in {a.caused_by for a in at}
+                                          for e in skipped):
+                return at
+        return None
+
+    def _batch_at(self, items: Sequence[Emit], seq: int, prev: str | None) -> list[Event] | None:
+        """The recorded events from ``seq`` on when ``items``, emitted from there, are they
+        (``prev``: the recorded hash before ``seq``, for the one-hash comparison)."""
+        ahead = self._ahead
+        start = next(i for i, e in enumerate(ahead) if e.seq == seq)
+        while len(ahead) < start + len(items):
+            event = next(self._recorded, None)
+            if event is None:
+                return None
+            ahead.append(event)
+        found: list[Event] = []
+        for i, item in enumerate(items):
+            expected = ahead[start + i]
+            if expected.seq in self._early:
+                return None
+            body = item.body
+            if not isinstance(body, Body):
+                return None
+            if item.keyed:
+                body = item_body(item, self._run_at(expected.seq), expected.seq)
+            type_, payload, usage = body.TYPE, body.to_payload(), body.columns()
+            caused_by = item.caused_by if item.caused_by_item is None else seq + item.caused_by_item
+            span_id = item.span_id if item.span_item is None else f"s{seq + item.span_item}"
+            actual = Event(seq=expected.seq, type=type_, payload=payload, actor=item.actor, caused_by=caused_by,
+                           span_id=span_id, **{k: v for k, v in usage.items() if v is not None})
+            if not (self._same(expected, actual, prev) or not self._differs(expected, actual)[0]):
+                return None
+            found.append(expected)
+            prev = expected.hash or None
+        return found
 
     def flush(self) -> None:
         """Past the prefix, the new run's held events are written; a replay holds none."""
@@ -542,32 +658,52 @@ class ReplaySink:
 
     def _compare(self, actual: Event) -> Event:
         expected = self._peek()
-        if expected is not None and self._same(expected, actual):
+        if expected is not None and self._same(expected, actual, self._prev):
             self._accept(expected)  # the usual case: one hash, no field by field comparison
             return expected
         if expected is None:
             self._diverge(None, actual, note="the recorded run ends here; the program emitted more")
         assert expected is not None
-        # compared as the writer stores it: redacted, long text and bytes as blobs
+        differs, compared = self._differs(expected, actual)
+        if differs:
+            if is_interruption(expected):
+                self._interrupt(expected, compared)
+            later = self._side_by_side(actual, lambda event: not self._differs(event, actual)[0])
+            expected = later or self._diverge(expected, compared, differs)
+        self._accept(expected)
+        return expected
+
+    def _differs(self, expected: Event, actual: Event) -> tuple[tuple[str, ...], Event]:
+        """The fields in which ``actual`` differs from the recorded ``expected``, compared as
+        the writer stores it (redacted, long text and bytes as blobs), and ``actual`` so."""
         payload = as_recorded(expected.payload, self._redactor.value(actual.payload))
         actual = replace(actual, ts=expected.ts, payload=payload)
         differs = differing_fields(expected, actual)
         if differs == ("payload",) and _seen_only(expected, actual):
             differs = ()
-        if differs:
-            if is_interruption(expected):
-                self._interrupt(expected, actual)
-            self._diverge(expected, actual, differs)
-        self._accept(expected)
-        return expected
+        return differs, actual
 
-    def _same(self, expected: Event, actual: Event) -> bool:
+    def _side_by_side(self, actual: Event, matches: Callable[[Event], bool]) -> Event | None:
+        """The recorded event, later than the next one, that ``actual`` is when the program
+        made its calls side by side (threads, tasks) and they came in another order than
+        recorded: the first that ``matches``, in a span none of the events before it not yet
+        matched is in, and caused by none of them (the events of one span come from one flow,
+        in order). ``None`` when there is none: a divergence."""
+        for event, skipped in self._later():
+            if event.span_id is None or event.type != actual.type:
+                continue
+            if any(e.span_id == event.span_id or e.seq == event.caused_by for e in skipped):
+                continue
+            if matches(event):
+                return event
+        return None
+
+    def _same(self, expected: Event, actual: Event, prev: str | None) -> bool:
         """Whether the event the program emits is the recorded one: the chain hash of its body
-        (with the recorded ``ts``, after the recorded event before it) is the recorded hash.
+        (with the recorded ``ts``, after ``prev``, the recorded hash before it) is the recorded hash.
         ``False`` sends it to the field by field comparison, which says how it differs (or
         that it does not, for a payload the writer changed: redacted, or a long string made a
         blob)."""
-        prev = self._prev
         if prev is None or not expected.hash:
             return False
         try:
@@ -577,8 +713,17 @@ class ReplaySink:
         return chain_hash(prev, chain_body(replace(actual, ts=expected.ts), payload_json)) == expected.hash
 
     def _accept(self, expected: Event) -> None:
-        self._prev = expected.hash or None
-        self.pos += 1
+        if expected.seq == self.pos:
+            self._prev = expected.hash or None
+            self.pos += 1
+            while self.pos in self._early:  # matched already, out of order: passed
+                self._early.discard(self.pos)
+                passed = self._peek()
+                assert passed is not None and passed.seq == self.pos
+                self._prev = passed.hash or None
+                self.pos += 1
+        else:
+            self._early.add(expected.seq)
         if self.observer is not None:
             self.observer(expected)
 
@@ -628,6 +773,11 @@ class ReplaySink:
 
     def serve(self, kind: str, key: str, *, actor: str | None, caused_by: int | None,
               span_id: str | None) -> Event | None:
+        with self.lock:
+            return self._serve(kind, key, actor=actor, caused_by=caused_by, span_id=span_id)
+
+    def _serve(self, kind: str, key: str, *, actor: str | None, caused_by: int | None,
+               span_id: str | None) -> Event | None:
         self._skip_fork_start()
         if not self.in_prefix:
             if self.after is None:
@@ -641,14 +791,28 @@ class ReplaySink:
         if expected is not None and is_interruption(expected):
             self._interrupt(expected, None)  # the recorded process died waiting for this answer
         if expected is None or expected.type not in RESPONSE_TYPES or answer_kind(expected) != (kind, key):
-            self._diverge(expected, None, note=f"the recorded run has no {kind} for key "
-                                               f"{key[:16]}… at this seq")
+            later = None if expected is None else self._later_answer(kind, key, caused_by, span_id)
+            if later is None:
+                self._diverge(expected, None, note=f"the recorded run has no {kind} for key "
+                                                   f"{key[:16]}… at this seq")
+            expected = later
         assert expected is not None
         self.served += 1
         if (expected.actor, expected.caused_by, expected.span_id) != (actor, caused_by, span_id):
             self._compare(replace(expected, actor=actor, caused_by=caused_by, span_id=span_id))
         self._accept(expected)
         return expected
+
+    def _later_answer(self, kind: str, key: str, caused_by: int | None, span_id: str | None) -> Event | None:
+        """The recorded answer to serve out of the log's order (:meth:`_side_by_side`): the
+        answer of this call, to this request, in this span."""
+        for event, skipped in self._later():
+            if event.type not in RESPONSE_TYPES or event.span_id is None or event.span_id != span_id \
+                    or event.caused_by != caused_by or answer_kind(event) != (kind, key):
+                continue
+            if not any(e.span_id == span_id or e.seq == caused_by for e in skipped):
+                return event
+        return None
 
     def external(self) -> list[Event] | None:
         """The recorded events appended from outside at this point (:data:`EXTERNAL_TYPES`).
@@ -660,12 +824,13 @@ class ReplaySink:
         if not self.in_prefix:
             return self.after.external() if self.after is not None else None
         taken: list[Event] = []
-        while self.in_prefix:
-            expected = self._peek()
-            if expected is None or expected.type not in EXTERNAL_TYPES:
-                break
-            self._accept(expected)
-            taken.append(expected)
+        with self.lock:
+            while self.in_prefix:
+                expected = self._peek()
+                if expected is None or expected.type not in EXTERNAL_TYPES:
+                    break
+                self._accept(expected)
+                taken.append(expected)
         return taken
 
     def remaining(self) -> Event | None:
@@ -673,7 +838,7 @@ class ReplaySink:
         return self._peek() if self.in_prefix else None
 
     def _diverge(self, expected: Event | None, actual: Event | None,
-                 fields: tuple[str, ...] = (), note: str = "") -> None:
+                 fields: tuple[str, ...] = (), note: str = "") -> NoReturn:
         diff = payload_diff(expected, actual) if expected is not None and actual is not None else None
         divergence = Divergence(run_id=self.recorded_run_id, seq=self.pos, expected=expected, actual=actual,
                                 fields=fields, diff=diff, note=note)

@@ -9,6 +9,7 @@ is sealed into a Parquet segment and a new WAL begins.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 import threading
@@ -82,6 +83,17 @@ class Emit(NamedTuple):
     span (``s<seq>``: the ``span.started`` that opens it; its own index for that item). The id
     is taken where the seq is, under the writer's lock, so spans opened at once from several
     threads never share one."""
+    keyed: bool = False
+    """Set the body's ``idempotency_key`` (a :class:`~agentlog.events.ToolCall`'s) to
+    ``"<run id>:<seq>"`` of this item, where the seq is taken, under the writer's lock: tool
+    calls made at once from several threads never share one."""
+
+
+def item_body(item: Emit, run_id: str, seq: int) -> Body:
+    """The body of ``item`` written as ``seq`` of run ``run_id`` (:attr:`Emit.keyed`)."""
+    if not item.keyed:
+        return item.body
+    return dataclasses.replace(item.body, idempotency_key=f"{run_id}:{seq}")  # type: ignore[call-arg]
 
 
 class _Staged(NamedTuple):
@@ -377,6 +389,8 @@ class RunWriter:
                     span_id = item.span_id
                     if item.span_item is not None:
                         span_id = f"s{seq if item.span_item == len(staged) else _item_seq(staged, item.span_item, self.id, seq)}"
+                    if item.keyed:
+                        body = item_body(item, self.id, seq)
                     one = self._stage_body(body, seq, head, item.actor, caused_by, span_id, item.ts,
                                            item.inline)
                 staged.append(one)

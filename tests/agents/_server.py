@@ -8,7 +8,8 @@ arguments ``{"service": "api"}``; otherwise it answers text that quotes the last
 chunk only when ``stream_options.include_usage`` asked for it (:meth:`LLMServer.hold_streams`
 holds a stream after its first chunks until the test releases it). ``POST /v1/responses`` answers
 in the Responses API's shape, ``POST /v1/messages`` in Anthropic's (streamed as its API streams, asked with ``stream``) and
-``POST /v1beta/models/<model>:generateContent`` in Gemini's (``:streamGenerateContent``: streamed as its API streams). Every request is counted and kept (``server.requests``).
+``POST /v1beta/models/<model>:generateContent`` in Gemini's (``:streamGenerateContent``: streamed as its API streams). A chat whose last message starts with
+:data:`SLOW` is answered 0.3 s late. Every request is counted and kept (``server.requests``).
 
     with LLMServer() as server:
         openai.OpenAI(base_url=server.url, api_key="test")...
@@ -20,10 +21,14 @@ import json
 import socket
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
 MODEL = "gpt-4o-mini"
+#: A chat message that starts with this is answered 0.3 s late: a test of calls made side by
+#: side gets its answers in another order than it asked.
+SLOW = "slow:"
 ANSWERED_MODEL = "gpt-4o-mini-2024-07-18"
 USAGE = {"prompt_tokens": 42, "completion_tokens": 4, "total_tokens": 46,
          "prompt_tokens_details": {"cached_tokens": 10}}
@@ -106,6 +111,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _chat(self, body: dict[str, Any], n: int) -> None:
         message, finish = chat_answer(body)
+        last = (body.get("messages") or [{}])[-1]
+        if isinstance(last, dict) and str(last.get("content") or "").startswith(SLOW):
+            time.sleep(0.3)  # answered after the requests that came in after it
         if body.get("stream"):
             self._stream(body, message, finish, n)
             return

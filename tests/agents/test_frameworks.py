@@ -203,7 +203,11 @@ def test_parallel_model_calls_each_nest_under_their_own_chat_model_span(server: 
         assert len(calls) == 2 and len(run.llm_calls()) == 2
         parents = [spans.loc[s, "parent"] for s in calls]
         assert [spans.loc[p, "name"] for p in parents] == ["ChatOpenAI", "ChatOpenAI"] and parents[0] != parents[1]
-        # the branches' order is the threads': a permissive replay serves each answer by its key
+        # the branches' order is the threads': a strict replay finds each branch's events
+        # where the log has them, a permissive one serves each answer by its key
+        for _ in range(3):
+            strict = al.replay(lambda rec: sorted(both.invoke(QUESTION)), run)
+            assert strict.ok, str(strict.divergence)
         replayed = al.replay(lambda rec: sorted(both.invoke(QUESTION)), run, mode="permissive")
         assert replayed.ok and replayed.live == 0 and len(server.requests) == 2
     finally:

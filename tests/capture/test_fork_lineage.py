@@ -3,6 +3,7 @@ and the fork.started that al.fork wrote at the cut is not the program's."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -19,6 +20,35 @@ def test_strict_replay_of_a_fork_goes_through_its_cut(samples: Any) -> None:
     fork = samples.run("refunds-0001-approve")
     assert any(e.type == "fork.started" for e in fork.iter_events(start=fork.fork_seq + 1))
     result = al.replay(al.examples.program("refunds"), fork)
+    assert result.ok, str(result)
+
+
+def test_a_fork_whose_first_span_is_named_by_its_fork_started_replays(samples: Any) -> None:
+    """Forks written before 2026-12-06 named the span opened first after the cut by the seq of
+    their ``fork.started`` (read before al.fork wrote it); they replay as written."""
+    fork = samples.run("refunds-0001-approve")
+    cut = fork.fork_seq
+    first = next(e for e in fork.iter_events(start=cut + 1) if e.type == "span.started")
+    own, older = first.span_id, f"s{first.seq - 1}"
+    assert own == f"s{first.seq}" and fork.event(first.seq - 1).type == "fork.started"
+
+    def renamed(e: Any) -> Any:  # as the older fork, written as run "older"
+        payload = dict(e.payload)
+        if payload.get("parent") == own:
+            payload["parent"] = older
+        if "idempotency_key" in payload:
+            payload["idempotency_key"] = payload["idempotency_key"].replace(f"{fork.id}:", "older:")
+        return replace(e, span_id=older if e.span_id == own else e.span_id, payload=payload, hash="")
+
+    writer = samples.create_run(name="older fork", run_id="older", fork_of=(fork.parent.id, cut),
+                                durability="none")
+    for e in fork.iter_events(start=cut + 1):
+        writer.append(renamed(e))
+    writer.close("finished")
+    older_fork = samples.run(writer.id)
+    assert older_fork.event(first.seq).span_id == older
+
+    result = al.replay(al.examples.program("refunds"), older_fork)
     assert result.ok, str(result)
 
 

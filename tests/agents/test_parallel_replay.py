@@ -1,0 +1,110 @@
+"""Strict replay of runs whose calls went out side by side (``asyncio.gather``, a thread pool):
+the replay's order differs from the recording's, yet every event is the recorded one and no
+request goes out; a changed request still diverges."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import openai
+from _server import MODEL, SLOW, LLMServer
+
+import agentlog as al
+
+
+def _ask(question: str) -> dict[str, Any]:
+    return {"model": MODEL, "messages": [{"role": "user", "content": question}]}
+
+
+def _gathered(server: LLMServer, questions: list[str]) -> Any:
+    async def program(rec: Any) -> list[str]:
+        async with openai.AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            answers = await asyncio.gather(*(client.chat.completions.create(**_ask(q)) for q in questions))
+            return [str(a.id) for a in answers]
+    return program
+
+
+def _threaded(server: LLMServer, questions: list[str]) -> Any:
+    def program(rec: Any) -> list[str]:
+        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client, \
+                ThreadPoolExecutor(len(questions)) as pool:
+            # each thread in a copy of the caller's context (as LangChain's executor does): the
+            # recording is found in it
+            asked = [pool.submit(contextvars.copy_context().run, client.chat.completions.create, **_ask(q))
+                     for q in questions]
+            answers = [future.result() for future in asked]
+            return [str(a.id) for a in answers]
+    return program
+
+
+def _answer_order(run: Any) -> list[str]:
+    """The questions of the run's model calls, in the order their answers were written."""
+    asked = {e.seq: e.payload["messages"][-1]["content"] for e in run.iter_events() if e.type == "llm.request"}
+    return [asked[e.caused_by] for e in run.iter_events() if e.type == "llm.response"]
+
+
+def test_calls_gathered_in_a_task_replay_strictly(server: LLMServer, store: Any) -> None:
+    questions = [f"{SLOW} first", "second", "third"]
+    run = asyncio.run(al.arecord(_gathered(server, questions), store=store, name="gathered"))
+    assert _answer_order(run)[-1] == questions[0]  # answered last: the log's order is not the asking order
+    sent = len(server.requests)
+
+    replayed = al.replay(_gathered(server, questions), run)
+
+    assert replayed.ok, str(replayed.divergence)
+    assert len(server.requests) == sent  # served from the log
+    assert replayed.result == run.event(len(run) - 1).payload["result"]  # the recorded ids, in the asked order
+
+
+def test_calls_from_a_thread_pool_replay_strictly(server: LLMServer, store: Any) -> None:
+    questions = [f"{SLOW} first", "second", "third", "fourth"]
+    run = al.record(_threaded(server, questions), store=store, name="threads")
+    assert _answer_order(run)[-1] == questions[0]
+    sent = len(server.requests)
+
+    for _ in range(3):  # the threads take another order each time
+        replayed = al.replay(_threaded(server, questions), run)
+        assert replayed.ok, str(replayed.divergence)
+    assert len(server.requests) == sent
+
+
+def test_a_changed_request_among_parallel_calls_still_diverges(server: LLMServer, store: Any) -> None:
+    questions = [f"{SLOW} first", "second", "third"]
+    run = asyncio.run(al.arecord(_gathered(server, questions), store=store, name="gathered"))
+
+    replayed = al.replay(_gathered(server, [questions[0], "second, changed", questions[2]]), run)
+
+    assert not replayed.ok
+    assert replayed.divergence.actual is not None
+    assert "second, changed" in str(replayed.divergence.actual.payload)
+
+
+def _tools_in_threads(services: list[str]) -> Any:
+    def status(service: str) -> str:
+        time.sleep(0.2 if service == services[0] else 0.0)  # the first answers last
+        return f"{service} cpu=0.9"
+
+    def program(rec: Any) -> list[str]:
+        with ThreadPoolExecutor(len(services)) as pool:
+            asked = [pool.submit(contextvars.copy_context().run, rec.tool, "status", {"service": s}, fn=status)
+                     for s in services]
+            return [future.result() for future in asked]
+    return program
+
+
+def test_tool_calls_from_threads_replay_strictly(store: Any) -> None:
+    services = ["api", "db", "queue"]
+    run = al.record(_tools_in_threads(services), store=store, name="tools")
+    results = [e.payload["result"] for e in run.iter_events() if e.type == "tool.result"]
+    assert results[-1] == "api cpu=0.9"  # answered last
+    calls = [e for e in run.iter_events() if e.type == "tool.call"]
+    assert [c.payload["idempotency_key"] for c in calls] == [f"{run.id}:{c.seq}" for c in calls]
+
+    for _ in range(3):
+        replayed = al.replay(_tools_in_threads(services), run)
+        assert replayed.ok, str(replayed.divergence)
+        assert replayed.result == ["api cpu=0.9", "db cpu=0.9", "queue cpu=0.9"] and replayed.live == 0
