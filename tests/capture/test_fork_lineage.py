@@ -70,3 +70,13 @@ def test_recorded_by_names_the_run_that_holds_each_seq(samples: Any) -> None:
     owner = recorded_by(fork)
     assert owner(0) == owner(fork.fork_seq) == "refunds-0001"
     assert owner(fork.fork_seq + 1) == owner(len(fork) - 1) == fork.id
+
+
+def test_every_span_of_a_fork_is_named_by_its_own_seq(samples: Any) -> None:
+    """A span's id is the seq of its span.started, in a fork's own events too (the span opened
+    first after the cut included), and so in a fork of a fork."""
+    parent = samples.run("refunds-0001-approve")
+    fork = al.fork(parent, 40, program=al.examples.program("refunds"))
+    for run in (parent, fork):
+        started = [e for e in run.iter_events(start=run.fork_seq + 1) if e.type == "span.started"]
+        assert started and all(e.span_id == f"s{e.seq}" for e in started)
