@@ -2,7 +2,7 @@
 
 ``POST /v1/chat/completions`` answers with usage (cached tokens included); when tools are
 offered and the conversation holds no tool result yet, it asks for the first tool, with the
-arguments ``{"service": "api"}``; otherwise it answers text that quotes the last tool result
+arguments ``{"service": "api"}`` (or once per service, side by side: :data:`ASK_EVERY`); otherwise it answers text that quotes the last tool result
 (so a fork that changes a tool result changes the next request and the answer). With
 ``"stream": true`` the answer comes as server-sent events, one chunk per word, usage in a last
 chunk only when ``stream_options.include_usage`` asked for it (:meth:`LLMServer.hold_streams`
@@ -26,6 +26,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
 MODEL = "gpt-4o-mini"
+#: A conversation that holds this asks for the first tool once per service of
+#: :data:`EVERY_SERVICE`, side by side in one turn (else once, for ``api``); its answer then
+#: quotes every result of that turn.
+ASK_EVERY = "every service"
+EVERY_SERVICE = ["api", "db", "queue"]
 #: A chat message that starts with this is answered 0.3 s late: a test of calls made side by
 #: side gets its answers in another order than it asked.
 SLOW = "slow:"
@@ -48,16 +53,33 @@ def _last_tool_result(messages: list[Any]) -> str | None:
     return None
 
 
+def _tool_results(messages: list[Any]) -> list[str]:
+    """The tool results of the last turn (the tool messages at the end), in order."""
+    found: list[str] = []
+    for message in reversed(messages):
+        if not (isinstance(message, dict) and message.get("role") == "tool"):
+            break
+        content = message.get("content")
+        found.insert(0, content if isinstance(content, str) else json.dumps(content))
+    return found
+
+
 def chat_answer(body: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """``(assistant message, finish reason)`` for a chat completions request."""
     messages = body.get("messages") or []
     result = _last_tool_result(messages)
     if body.get("tools") and result is None:
         tool = body["tools"][0]["function"]["name"]
+        services = EVERY_SERVICE if any(ASK_EVERY in str(m.get("content")) for m in messages
+                                        if isinstance(m, dict)) else ["api"]
         return {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function",
-             "function": {"name": tool, "arguments": json.dumps({"service": "api"})}}]}, "tool_calls"
-    text = f"done: {result}" if result is not None else "restart the api"
+            {"id": f"call_{i}", "type": "function",
+             "function": {"name": tool, "arguments": json.dumps({"service": service})}}
+            for i, service in enumerate(services, 1)]}, "tool_calls"
+    if result is not None and len(_tool_results(messages)) > 1:
+        text = "done: " + "; ".join(_tool_results(messages))
+    else:
+        text = f"done: {result}" if result is not None else "restart the api"
     return {"role": "assistant", "content": text}, "stop"
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from _server import ANSWERED_MODEL, MODEL, USAGE, LLMServer, expected_cost
+from _server import ANSWERED_MODEL, ASK_EVERY, EVERY_SERVICE, MODEL, USAGE, LLMServer, expected_cost
 
 import agentlog as al
 from agentlog.events import SpanEnded
@@ -318,6 +318,45 @@ def test_an_agents_sdk_agent_recorded_replayed_and_forked(server: LLMServer, sto
 
     forked = _fork_at_the_tool_result(run, program, server)  # al.fork runs it on a loop of its own
     assert forked.event(len(forked) - 1).payload["result"] == "done: api cpu=0.1"
+
+
+def test_an_agents_sdk_agent_calling_tools_side_by_side_replays_strictly(server: LLMServer, store: Any,
+                                                                        fresh_loop: None) -> None:
+    """The model asks for three tool calls in one turn; the SDK runs them at once and the slow
+    one ends last, so the log holds their results in another order than the replay makes
+    them: the replay is still strict, with no request and no tool run."""
+    import openai
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
+
+    ran: list[str] = []
+
+    @function_tool
+    @al.tool
+    async def status(service: str) -> str:
+        """The status of a service."""
+        ran.append(service)
+        await asyncio.sleep(0.2 if service == EVERY_SERVICE[0] else 0)
+        return _status(service)
+
+    async def program(rec: Any) -> str:
+        async with openai.AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            agent = Agent(name="sre", instructions="You are an SRE.", tools=[status],
+                          model=OpenAIChatCompletionsModel(model=MODEL, openai_client=client))
+            result = await Runner.run(agent, f"{QUESTION} Check {ASK_EVERY}.")
+        return str(result.final_output)
+
+    run = asyncio.run(al.arecord(program, store=store, name="agents-sdk-parallel"))
+    assert run.status == "finished", run.status
+    results = [e.payload["result"] for e in run.iter_events() if e.type == "tool.result"]
+    assert sorted(results) == sorted(_status(s) for s in EVERY_SERVICE)
+    assert results[-1] == _status(EVERY_SERVICE[0])  # the slow one, called first, ended last
+    sent, ran[:] = len(server.requests), []
+
+    replayed = asyncio.run(al.areplay(program, run))
+
+    assert replayed.ok, str(replayed.divergence)
+    assert replayed.result == run.event(len(run) - 1).payload["result"]
+    assert len(server.requests) == sent and ran == []  # every answer and tool result from the log
 
 
 def test_an_agents_sdk_agent_with_its_spans_counts_each_call_once(instrumented: Any, server: LLMServer,
