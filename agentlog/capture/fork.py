@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import DivergenceError
 from ..events import (
     HTTP_RESPONSE,
     LLM_RESPONSE,
@@ -208,20 +209,22 @@ def fork(run: Any, at: int, *, program: Program, edit: Edit | Iterable[Edit] | N
                            run_id=run_id, tags=tags, clock=clock)
         if forked is not None:
             return forked
-    writer, rec = _prepare(run, at, program, edits, name, store, reducers, run_id, tags, clock, capture_http)
-    return run_steps(_forked(writer, program_steps(rec, program)))
+    writer, sink, rec = _prepare(run, at, program, edits, name, store, reducers, run_id, tags, clock,
+                                 capture_http)
+    return run_steps(_forked(writer, sink, program_steps(rec, program)))
 
 
 def _prepare(run: Any, at: int, program: Program, edits: list[Edit], name: str | None, store: Any,
              reducers: Any, run_id: str | None, tags: Mapping[str, Any] | None,
-             clock: Callable[[], float] | None, capture_http: bool) -> tuple[Any, Recorder]:
-    """The fork's writer and the recorder that replays the prefix and records past the cut."""
+             clock: Callable[[], float] | None, capture_http: bool) -> tuple[Any, ReplaySink, Recorder]:
+    """The fork's writer, its sink, and the recorder that replays the prefix and records past
+    the cut."""
     writer, sink, bind = fork_sink(run, at, edits, name=name, store=store, run_id=run_id, tags=tags, clock=clock)
     inputs = next((e.inputs for e in edits if isinstance(e, ReplaceInput)), recorded_inputs(run))
     rec = Recorder(sink, inputs=inputs, reducers=program_reducers(program, reducers),
                    clock=clock or time.time, timer=clock or time.perf_counter, capture_http=capture_http)
     bind(rec)
-    return writer, rec
+    return writer, sink, rec
 
 
 def fork_sink(run: Any, at: int, edits: list[Edit], *, name: str | None, store: Any, run_id: str | None,
@@ -255,9 +258,16 @@ def fork_sink(run: Any, at: int, edits: list[Edit], *, name: str | None, store: 
     return writer, sink, lambda rec: holder.__setitem__("rec", rec)
 
 
-def _forked(writer: Any, steps: Steps[Any]) -> Steps[Any]:
+def _forked(writer: Any, sink: ReplaySink, steps: Steps[Any]) -> Steps[Any]:
     with closing(writer, what="fork recorded as run"):  # a Stopped fork waits: resume it later
-        yield from steps
+        try:
+            yield from steps
+        except Exception as exc:
+            if sink.first_divergence is not None and not isinstance(exc, DivergenceError):
+                raise DivergenceError(sink.first_divergence) from exc  # what made the program fail
+            raise
+        if sink.first_divergence is not None:  # the program went on: an SDK caught it (a tool's error)
+            raise DivergenceError(sink.first_divergence)
     return writer.run
 
 
@@ -269,8 +279,9 @@ async def afork(run: Any, at: int, *, program: Program, edit: Edit | Iterable[Ed
     require_replayable(run)
     edits = _edits(edit)
     _check(run, at, edits)
-    writer, rec = _prepare(run, at, program, edits, name, store, reducers, run_id, tags, clock, capture_http)
-    return await arun(_forked(writer, program_steps(rec, program)))
+    writer, sink, rec = _prepare(run, at, program, edits, name, store, reducers, run_id, tags, clock,
+                                 capture_http)
+    return await arun(_forked(writer, sink, program_steps(rec, program)))
 
 
 def writer_parent_hash(writer: Any) -> str:

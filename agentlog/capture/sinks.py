@@ -173,6 +173,19 @@ def item_span(item: Emit, events: Sequence[Event], seq: int) -> str | None:
     return f"s{seq if item.span_item == len(events) else events[item.span_item].seq}"
 
 
+def _in_span(event: Event, span_id: str) -> bool:
+    """Whether ``event`` is in span ``span_id``, or opens a span under it."""
+    return event.span_id == span_id or (event.type == SpanStarted.TYPE and event.payload.get(_PARENT) == span_id)
+
+
+def _opened_in(item: Emit) -> str | None:
+    """The span a batch's first item is written in: for a ``span.started`` that opens its own
+    span, the span it opens under."""
+    if item.span_item == 0 and isinstance(item.body, SpanStarted):
+        return item.body.parent
+    return item.span_id
+
+
 def answer_kind(event: Event) -> tuple[str, str]:
     """``(kind, key)`` of an answer event: an ``error`` answers the kind of call that failed.
 
@@ -464,6 +477,9 @@ class ReplaySink:
         self._recorded = iter(recorded)
         self._ahead: deque[Event] = deque()  # recorded events read, from seq pos on
         self._early: set[int] = set()  # seqs past pos matched already (calls made side by side)
+        self._ended: set[str] = set()  # spans whose recorded span.ended was matched
+        self._past: set[str] = set()  # spans gone past a fork's cut while others are still replayed
+        self._cutting = False
         self.lock = threading.RLock()
         """Held while an event or a batch is compared: threads of one program replay in turn."""
         self.prefix = prefix
@@ -548,16 +564,19 @@ class ReplaySink:
              caused_by: int | None, span_id: str | None, **usage: Any) -> Event:
         with self.lock:
             self._skip_fork_start()
-            if not self.in_prefix:
-                return self._emit_after(body, payload, actor=actor, caused_by=caused_by, span_id=span_id,
-                                        **usage)
+
+            def after() -> Event:
+                return self._emit_after(body, payload, actor=actor, caused_by=caused_by, span_id=span_id, **usage)
+
+            if not self.in_prefix or self._cutting:
+                return after()
             if isinstance(body, Body):
-                type_, payload, usage = body.TYPE, body.to_payload(), body.columns()
+                type_, compared, columns = body.TYPE, body.to_payload(), body.columns()
             else:
-                type_, payload = body, dict(payload or {})
-            actual = Event(seq=self.pos, type=type_, payload=payload, actor=actor, caused_by=caused_by,
-                           span_id=span_id, **{k: v for k, v in usage.items() if v is not None})
-            return self._compare(actual)
+                type_, compared, columns = body, dict(payload or {}), usage
+            actual = Event(seq=self.pos, type=type_, payload=compared, actor=actor, caused_by=caused_by,
+                           span_id=span_id, **{k: v for k, v in columns.items() if v is not None})
+            return self._compare(actual, after)
 
     atomic_batches = False
     """:meth:`emit_many` takes a batch's events one by one: it may stop between two."""
@@ -575,9 +594,12 @@ class ReplaySink:
         with self.lock:
             named, run_id = self.next_seq, self.run_id  # read before a recorded fork.started is passed
             events = self._batch(items) if items else None
-            if events is None and items and not self.in_prefix and self.after is not None:
+            if events is None and items and self.after is not None and \
+                    (not self.in_prefix or self._gone_past(_opened_in(items[0]))):
                 self._cut()  # past the prefix: the batch goes to the new run whole, ids taken there
                 events = [self._observed(event) for event in self.after.emit_many(items, hold=hold, sync=sync)]
+                if self.in_prefix:  # a flow gone past the cut: so are the spans it opens
+                    self._past.update(str(e.span_id) for e in events if e.type == SpanStarted.TYPE)
             elif events is not None:
                 for event in events:
                     self._accept(event)
@@ -656,7 +678,9 @@ class ReplaySink:
         if self.after is not None:
             self.after.flush()
 
-    def _compare(self, actual: Event) -> Event:
+    def _compare(self, actual: Event, past: Callable[[], Event] | None = None) -> Event:
+        """The recorded event ``actual`` is, accepted; or, for an event of a flow gone past a
+        fork's cut (:meth:`_gone_past`), what ``past`` writes; else a divergence."""
         expected = self._peek()
         if expected is not None and self._same(expected, actual, self._prev):
             self._accept(expected)  # the usual case: one hash, no field by field comparison
@@ -669,6 +693,8 @@ class ReplaySink:
             if is_interruption(expected):
                 self._interrupt(expected, compared)
             later = self._side_by_side(actual, lambda event: not self._differs(event, actual)[0])
+            if later is None and past is not None and self._gone_past(actual.span_id):
+                return past()
             expected = later or self._diverge(expected, compared, differs)
         self._accept(expected)
         return expected
@@ -724,6 +750,8 @@ class ReplaySink:
                 self.pos += 1
         else:
             self._early.add(expected.seq)
+        if expected.type == SpanEnded.TYPE and expected.span_id is not None:
+            self._ended.add(expected.span_id)
         if self.observer is not None:
             self.observer(expected)
 
@@ -750,7 +778,11 @@ class ReplaySink:
         """Past the prefix: the fork writes what it changed (once), before its first event."""
         if self.on_cut is not None:
             on_cut, self.on_cut = self.on_cut, None
-            on_cut()
+            self._cutting = True  # what it writes goes past the cut, though other flows may be before it
+            try:
+                on_cut()
+            finally:
+                self._cutting = False
 
     def _observed(self, event: Event) -> Event:
         assert self.after is not None
@@ -792,6 +824,10 @@ class ReplaySink:
             self._interrupt(expected, None)  # the recorded process died waiting for this answer
         if expected is None or expected.type not in RESPONSE_TYPES or answer_kind(expected) != (kind, key):
             later = None if expected is None else self._later_answer(kind, key, caused_by, span_id)
+            if later is None and self.after is not None and self._gone_past(span_id):
+                self._cut()
+                served = self.after.serve(kind, key, actor=actor, caused_by=caused_by, span_id=span_id)
+                return None if served is None else self._observed(served)
             if later is None:
                 self._diverge(expected, None, note=f"the recorded run has no {kind} for key "
                                                    f"{key[:16]}… at this seq")
@@ -813,6 +849,27 @@ class ReplaySink:
             if not any(e.span_id == span_id or e.seq == caused_by for e in skipped):
                 return event
         return None
+
+    def _gone_past(self, span_id: str | None) -> bool:
+        """Whether span ``span_id``'s flow has gone past a fork's cut while other flows are
+        still replayed (calls made side by side, the cut among their answers): the span was
+        opened in the prefix, has not ended there, and none of the prefix's events not yet
+        matched is in it or opens a span under it, so what it does now comes after the cut.
+        Only within :data:`LOOKAHEAD` events of the cut."""
+        if span_id is None or self.after is None:
+            return False
+        if span_id in self._past:
+            return True
+        opened = span_id[1:]
+        if not opened.isdigit() or span_id in self._ended or self.prefix - self.pos > LOOKAHEAD:
+            return False
+        if int(opened) >= self.pos and int(opened) not in self._early:
+            return False  # not opened yet: its span.started is still to come
+        first = self._peek()
+        if first is None or any(_in_span(e, span_id) for e in (first, *(e for e, _ in self._later()))):
+            return False
+        self._past.add(span_id)
+        return True
 
     def external(self) -> list[Event] | None:
         """The recorded events appended from outside at this point (:data:`EXTERNAL_TYPES`).

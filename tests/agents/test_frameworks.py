@@ -320,11 +320,9 @@ def test_an_agents_sdk_agent_recorded_replayed_and_forked(server: LLMServer, sto
     assert forked.event(len(forked) - 1).payload["result"] == "done: api cpu=0.1"
 
 
-def test_an_agents_sdk_agent_calling_tools_side_by_side_replays_strictly(server: LLMServer, store: Any,
-                                                                        fresh_loop: None) -> None:
-    """The model asks for three tool calls in one turn; the SDK runs them at once and the slow
-    one ends last, so the log holds their results in another order than the replay makes
-    them: the replay is still strict, with no request and no tool run."""
+def _sdk_agent_calling_tools_side_by_side(server: LLMServer) -> tuple[Any, list[str]]:
+    """An Agents SDK program whose model asks for three tool calls in one turn (the loopback
+    server's :data:`ASK_EVERY`), and the services its tool was run for."""
     import openai
     from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
 
@@ -335,7 +333,7 @@ def test_an_agents_sdk_agent_calling_tools_side_by_side_replays_strictly(server:
     async def status(service: str) -> str:
         """The status of a service."""
         ran.append(service)
-        await asyncio.sleep(0.2 if service == EVERY_SERVICE[0] else 0)
+        await asyncio.sleep(0.2 if service == EVERY_SERVICE[0] else 0)  # the first one asked ends last
         return _status(service)
 
     async def program(rec: Any) -> str:
@@ -345,6 +343,15 @@ def test_an_agents_sdk_agent_calling_tools_side_by_side_replays_strictly(server:
             result = await Runner.run(agent, f"{QUESTION} Check {ASK_EVERY}.")
         return str(result.final_output)
 
+    return program, ran
+
+
+def test_an_agents_sdk_agent_calling_tools_side_by_side_replays_strictly(server: LLMServer, store: Any,
+                                                                        fresh_loop: None) -> None:
+    """The model asks for three tool calls in one turn; the SDK runs them at once and the slow
+    one ends last, so the log holds their results in another order than the replay makes
+    them: the replay is still strict, with no request and no tool run."""
+    program, ran = _sdk_agent_calling_tools_side_by_side(server)
     run = asyncio.run(al.arecord(program, store=store, name="agents-sdk-parallel"))
     assert run.status == "finished", run.status
     results = [e.payload["result"] for e in run.iter_events() if e.type == "tool.result"]
@@ -357,6 +364,27 @@ def test_an_agents_sdk_agent_calling_tools_side_by_side_replays_strictly(server:
     assert replayed.ok, str(replayed.divergence)
     assert replayed.result == run.event(len(run) - 1).payload["result"]
     assert len(server.requests) == sent and ran == []  # every answer and tool result from the log
+
+
+@pytest.mark.parametrize("which", [0, -1])  # the result written first (before the others'), the last
+def test_an_agents_sdk_fork_changing_one_of_three_tool_results_made_side_by_side(
+        server: LLMServer, store: Any, fresh_loop: None, which: int) -> None:
+    """A fork cut just before one of three tool results made side by side: the calls whose
+    results lie past the cut go on past it while the others are still replayed; the changed
+    result reaches the next model request, the others are served from the parent."""
+    program, ran = _sdk_agent_calling_tools_side_by_side(server)
+    run = asyncio.run(al.arecord(program, store=store, name="agents-sdk-parallel"))
+    changed = [e for e in run.iter_events() if e.type == "tool.result"][which]
+    sent, ran[:] = len(server.requests), []
+
+    forked = al.fork(run, changed.seq - 1, program=program,
+                     edit=al.edit.replace_response(changed.seq, {"result": "x cpu=0.1"}))
+
+    results = [_status(s) for s in EVERY_SERVICE]  # in the order the model asked for them
+    results[results.index(changed.payload["result"])] = "x cpu=0.1"
+    assert forked.status == "finished"
+    assert forked.event(len(forked) - 1).payload["result"] == "done: " + "; ".join(results)
+    assert ran == [] and len(server.requests) == sent + 1  # no tool run; one new model request
 
 
 def test_an_agents_sdk_agent_with_its_spans_counts_each_call_once(instrumented: Any, server: LLMServer,

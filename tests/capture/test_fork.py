@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
@@ -89,3 +90,22 @@ def test_fork_prefix_divergence_is_reported(recorded: tuple[Any, Tools, FakeLLM]
     run, _, _ = recorded
     with pytest.raises(al.errors.DivergenceError, match="diverged at seq 1"):
         al.fork(run, at=8, program=lambda rec: rec.emit("note", {}))
+
+
+def test_a_divergence_the_program_catches_still_fails_the_fork(store: Any) -> None:
+    """An SDK that turns its tools' errors into messages catches a divergence too, and may
+    then go on to the cut: the fork fails with that divergence, not a fork of something else."""
+    def recorded(rec: Any) -> None:
+        rec.emit("note", {"text": "a"})
+        rec.emit("note", {"text": "b"})
+
+    def catching(rec: Any) -> None:
+        with contextlib.suppress(al.errors.DivergenceError):  # as the Agents SDK does with a tool's error
+            rec.emit("note", {"text": "something else"})
+        rec.emit("note", {"text": "a"})  # the prefix, to the cut
+        rec.emit("note", {"text": "c"})  # past it
+
+    run = al.record(recorded, store=store, name="notes")
+    with pytest.raises(al.errors.DivergenceError, match="diverged at seq 1") as caught:
+        al.fork(run, at=1, program=catching)
+    assert "something else" in str(caught.value)
