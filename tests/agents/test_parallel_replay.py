@@ -108,3 +108,18 @@ def test_tool_calls_from_threads_replay_strictly(store: Any) -> None:
         replayed = al.replay(_tools_in_threads(services), run)
         assert replayed.ok, str(replayed.divergence)
         assert replayed.result == ["api cpu=0.9", "db cpu=0.9", "queue cpu=0.9"] and replayed.live == 0
+
+
+def test_forks_cut_among_calls_made_side_by_side(server: LLMServer, store: Any) -> None:
+    """A fork with no edit, cut anywhere among three calls gathered in a task (a request, an
+    answer), finishes as the parent did, every answer served from the parent."""
+    questions = [f"{SLOW} first", "second", "third"]
+    run = asyncio.run(al.arecord(_gathered(server, questions), store=store, name="gathered"))
+    sent = len(server.requests)
+    cuts = [e.seq for e in run.iter_events() if e.type in ("http.request", "http.response")]
+
+    for at in cuts:
+        forked = al.fork(run, at, program=_gathered(server, questions))
+        assert forked.status == "finished", at
+        assert forked.event(len(forked) - 1).payload["result"] == run.event(len(run) - 1).payload["result"], at
+    assert len(server.requests) == sent
