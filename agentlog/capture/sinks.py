@@ -467,6 +467,13 @@ class ReplaySink:
     A recorded ``fork.started`` inside the prefix is taken as recorded, not compared, when the
     program emits its next event: ``al.fork`` wrote it there, not the program (so a fork, and a
     fork of a fork, replays through the cut).
+
+    Calls made side by side (threads, tasks) may come in another order than recorded: an
+    event, a batch or an answer that is not the next recorded one is looked for further on in
+    the prefix (:data:`LOOKAHEAD` events), in its own span, and taken there when none of the
+    events before it not yet matched is in that span; in a fork, a span whose recorded events
+    go on past the cut goes past it while other flows are still replayed. Threads compare in
+    turn (:attr:`lock`).
     """
 
     def __init__(self, recorded: Iterable[Event], *, run_id: str, prefix: int,
