@@ -30,13 +30,15 @@ import contextlib
 import contextvars
 import functools
 import inspect
+import logging
 import random as _random
+import threading
 import time
 import uuid as _uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from .. import pricing
 from ..canonical import plain_numbers
@@ -72,10 +74,17 @@ from .streams import assemble, drain, is_stream, stream_api
 __all__ = ["SPAN_PARENTS", "Deferred", "LLMCallError", "OpenSpan", "Recorder", "SpanParent", "active_recorder", "call_failed", "error_text", "span", "takes_idempotency_key",
            "tool"]
 
+log = logging.getLogger(__name__)
+
 F = TypeVar("F", bound=Callable[..., Any])
 V = TypeVar("V", TimeNow, UUIDNew, RandomValue)
 
-_active: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("agentlog_recorder", default=None)
+#: The recorder of the program running in a context; ``None`` set: none here, on purpose.
+#: Unset (a thread started without a copy of its starter's context): see :func:`active_recorder`.
+_active: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("agentlog_recorder")
+_open: dict[Recorder, int] = {}  # the recorders active somewhere in the process: how many times
+_open_lock = threading.Lock()
+_ambiguous_told = False
 _current_span: contextvars.ContextVar[tuple[int, str] | None] = contextvars.ContextVar(
     "agentlog_span", default=None)
 
@@ -102,8 +111,33 @@ class LLMCallError(RecordError):
 
 
 def active_recorder() -> Recorder | None:
-    """The recorder of the program running in this context, if any."""
-    return _active.get()
+    """The recorder of the program running in this context, if any; in a context that never
+    had one set (a thread the program started, which Python starts without a copy of the
+    starter's context: a ``ThreadPoolExecutor``'s), the one recording open in the process,
+    if there is exactly one (a call made from such a thread while several are open is not
+    recorded: which run it belongs to is not known; a warning says so once)."""
+    rec = _active.get(_UNSET)
+    if rec is not _UNSET:
+        return cast("Recorder | None", rec)
+    if not _open:
+        return None
+    with _open_lock:
+        if len(_open) == 1:
+            return next(iter(_open))
+    _tell_ambiguous()
+    return None
+
+
+_UNSET: Any = object()
+
+
+def _tell_ambiguous() -> None:
+    global _ambiguous_told
+    if not _ambiguous_told:
+        _ambiguous_told = True
+        log.warning("agentlog: a call from a thread that no recording started (it has no copy of a "
+                    "recording's context) while %d recordings are open: not recorded. Run the "
+                    "thread's work in contextvars.copy_context() of the recording's thread.", len(_open))
 
 
 def takes_idempotency_key(fn: Callable[..., Any]) -> bool:
@@ -722,7 +756,7 @@ def tool(fn: F | None = None, *, name: str | None = None) -> Any:
         if inspect.iscoroutinefunction(func):
             @functools.wraps(func)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                rec = _active.get()
+                rec = active_recorder()
                 if rec is None:
                     return await func(*args, **kwargs)
                 return await rec.atool(tool_name, arguments(*args, **kwargs), func)
@@ -730,7 +764,7 @@ def tool(fn: F | None = None, *, name: str | None = None) -> Any:
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            rec = _active.get()
+            rec = active_recorder()
             if rec is None:
                 return func(*args, **kwargs)
             return rec.tool(tool_name, arguments(*args, **kwargs), func)
@@ -753,7 +787,7 @@ def span(fn: F | None = None, *, name: str | None = None, kind: str = "chain") -
         if inspect.iscoroutinefunction(func):
             @functools.wraps(func)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                rec = _active.get()
+                rec = active_recorder()
                 if rec is None:
                     return await func(*args, **kwargs)
                 with rec.span(span_name, kind=kind):
@@ -762,7 +796,7 @@ def span(fn: F | None = None, *, name: str | None = None, kind: str = "chain") -
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            rec = _active.get()
+            rec = active_recorder()
             if rec is None:
                 return func(*args, **kwargs)
             with rec.span(span_name, kind=kind):
@@ -776,7 +810,14 @@ def span(fn: F | None = None, *, name: str | None = None, kind: str = "chain") -
 def activate(rec: Recorder) -> Iterator[Recorder]:
     """Make ``rec`` the active recorder of this context (for ``@tool`` and ``@span``)."""
     token = _active.set(rec)
+    with _open_lock:
+        _open[rec] = _open.get(rec, 0) + 1
     try:
         yield rec
     finally:
         _active.reset(token)
+        with _open_lock:
+            if _open[rec] == 1:
+                del _open[rec]
+            else:
+                _open[rec] -= 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -123,3 +124,61 @@ def test_forks_cut_among_calls_made_side_by_side(server: LLMServer, store: Any) 
         assert forked.status == "finished", at
         assert forked.event(len(forked) - 1).payload["result"] == run.event(len(run) - 1).payload["result"], at
     assert len(server.requests) == sent
+
+
+def _plain_pool(server: LLMServer, questions: list[str]) -> Any:
+    """Model calls from a plain ``ThreadPoolExecutor``: its threads start with no copy of the
+    program's context."""
+    def program(rec: Any) -> list[str]:
+        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client, \
+                ThreadPoolExecutor(len(questions)) as pool:
+            return [str(a.id) for a in pool.map(lambda q: client.chat.completions.create(**_ask(q)), questions)]
+    return program
+
+
+def test_calls_from_a_plain_thread_pool_are_recorded_and_replayed(server: LLMServer, store: Any) -> None:
+    questions = [f"{SLOW} first", "second", "third"]
+    run = al.record(_plain_pool(server, questions), store=store, name="pool")
+    assert sorted(_answer_order(run)) == sorted(questions) and len(run.llm_calls()) == len(questions)
+    sent = len(server.requests)
+
+    replayed = al.replay(_plain_pool(server, questions), run)
+
+    assert replayed.ok, str(replayed.divergence)
+    assert len(server.requests) == sent  # the pool's calls were served from the log too
+
+
+def test_a_thread_outside_any_recording_is_not_recorded(server: LLMServer, store: Any,
+                                                        caplog: Any) -> None:
+    """After the recording, and while two recordings are open (which one a thread that has
+    neither's context belongs to is not known: a warning says so), nothing is recorded."""
+    import agentlog.capture.recorder as recorder
+
+    def ask_from_a_thread(question: str) -> None:
+        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client, \
+                ThreadPoolExecutor(1) as pool:
+            pool.submit(client.chat.completions.create, **_ask(question)).result()
+
+    with al.recording(store=store, name="one") as one:
+        pass
+    ask_from_a_thread("after")
+    recorder._ambiguous_told = False
+    with al.recording(store=store, name="two") as two, ThreadPoolExecutor(1) as other:
+        # a second recording open in another thread, in a context of its own
+        started, release = threading.Event(), threading.Event()
+
+        def hold_open() -> None:
+            with al.recording(store=store, name="three"):
+                started.set()
+                release.wait(10)
+
+        held = other.submit(hold_open)
+        started.wait(10)
+        ask_from_a_thread("while two are open")
+        release.set()
+        held.result()
+    for rec in (one, two):
+        assert len(store.run(rec.run_id).llm_calls()) == 0
+    assert "2 recordings are open: not recorded" in caplog.text
+    assert [q for _, body in server.requests for q in [body["messages"][-1]["content"]]] == \
+        ["after", "while two are open"]
