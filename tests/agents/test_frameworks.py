@@ -480,3 +480,55 @@ def test_a_pydantic_ai_agent_traced_by_its_own_spans_recorded_replayed_and_forke
         assert "api cpu=0.1" in str(al.diff(run, forked))
     finally:
         handle.uninstrument()
+
+
+# --- smolagents ----------------------------------------------------------------------------------
+
+
+def test_a_smolagents_agent_traced_by_its_instrumentor_recorded_replayed_and_forked(server: LLMServer,
+                                                                                   store: Any) -> None:
+    """A smolagents ``ToolCallingAgent`` on ``OpenAIServerModel``, traced by OpenInference's
+    smolagents and OpenAI instrumentors (``al.instrument``), and one line of agentlog: one row
+    per model call though two instrumentors trace each, the tool one row, a strict replay with
+    zero requests, and a fork at the tool result whose changed value reaches the next request."""
+    from smolagents import OpenAIServerModel, ToolCallingAgent, tool
+
+    handle = al.instrument(instrumentors=["smolagents", "openai"])
+    try:
+        with warnings.catch_warnings():  # smolagents warns of decorators under its @tool (remote executors)
+            warnings.simplefilter("ignore", UserWarning)
+
+            @tool
+            @al.tool  # the one change to the agent: its tool's result is recorded, so a fork can change it
+            def status(service: str) -> str:
+                """The status of a service.
+
+                Args:
+                    service: the service's name.
+                """
+                return _status(service)
+
+        model = OpenAIServerModel(model_id=MODEL, api_base=server.url, api_key="test")
+        # one step: the model asks for the tool; then smolagents asks it for a final answer
+        agent = ToolCallingAgent(tools=[status], model=model, max_steps=1, verbosity_level=0)
+
+        def program(rec: Any) -> str:
+            return str(agent.run(QUESTION))
+
+        run = al.record(program, store=store, name="smolagents")
+        assert run.status == "finished", run.status
+        _check_calls(run, 2)
+        kinds = sorted(w.kind for w in handle.processor.written(run.id))
+        assert kinds.count("llm") == 4 and "agent" in kinds and "tool" in kinds  # two instrumentors a call
+        [call] = [e for e in run.iter_events() if e.type == "tool.call"]
+        assert (call.payload["name"], call.payload["args"]) == ("status", {"service": "api"})
+
+        result = al.replay(program, run)
+        assert result.ok, str(result.divergence)
+        assert len(server.requests) == 2  # strict replay: zero requests
+
+        forked = _fork_at_the_tool_result(run, program, server)
+        assert forked.status == "finished"
+        assert "api cpu=0.1" in str(al.diff(run, forked))
+    finally:
+        handle.uninstrument()

@@ -152,7 +152,7 @@ def test_a_thread_outside_any_recording_is_not_recorded(server: LLMServer, store
                                                         caplog: Any) -> None:
     """After the recording, and while two recordings are open (which one a thread that has
     neither's context belongs to is not known: a warning says so), nothing is recorded."""
-    import agentlog.capture.recorder as recorder
+    from agentlog.capture import recorder
 
     def ask_from_a_thread(question: str) -> None:
         with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client, \
