@@ -21,6 +21,7 @@ point where it stopped.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -82,6 +83,9 @@ _KIND: Final = CallFailed.K.kind
 #: How many recorded events past the next one strict replay reads to find the one a program
 #: emits when its calls, made side by side, came in another order than recorded.
 LOOKAHEAD: Final = 10_000
+#: How many recorded events past the next one strict replay looks at for a tracer's span with
+#: the same attributes, when spans alike were opened side by side (see ReplaySink._batch).
+ALIKE_AHEAD: Final = 64
 
 
 class Interrupted(BaseException):
@@ -176,6 +180,17 @@ def item_span(item: Emit, events: Sequence[Event], seq: int) -> str | None:
 def _in_span(event: Event, span_id: str) -> bool:
     """Whether ``event`` is in span ``span_id``, or opens a span under it."""
     return event.span_id == span_id or (event.type == SpanStarted.TYPE and event.payload.get(_PARENT) == span_id)
+
+
+def _apart(batch: Sequence[Event], skipped: Sequence[Event]) -> bool:
+    """Whether none of the ``skipped`` events is in a span of ``batch`` or its cause."""
+    spans, causes = {e.span_id for e in batch}, {e.caused_by for e in batch}
+    return not any(e.span_id in spans or e.seq in causes for e in skipped)
+
+
+def _traced_start(item: Emit) -> bool:
+    """Whether ``item`` opens a span a tracer opened (an OpenTelemetry span's)."""
+    return item.span_item == 0 and isinstance(item.body, SpanStarted) and item.body.otel is not None
 
 
 def _opened_in(item: Emit) -> str | None:
@@ -635,23 +650,39 @@ class ReplaySink:
         first = self._peek()
         if first is None or first.seq + len(items) > self.prefix:
             return None  # past the prefix, or across its end: one by one, each where it goes
-        at = self._batch_at(items, first.seq, self._prev)
-        if at is not None:
-            return at
+        found = self._batch_at(items, first.seq, self._prev)
+        if found is not None:
+            at, exact = found
+            if exact or not _traced_start(items[0]):
+                return at
+            # a tracer's span, its attributes not those recorded here: spans like it opened side
+            # by side (one per thread or task) are told apart by them when they are the same
+            return self._same_attributes(items) or at
         body = items[0].body
         type_ = body.TYPE if isinstance(body, Body) else body
         for event, skipped in self._later():
             if event.type != type_ or event.seq + len(items) > self.prefix:
                 continue
-            at = self._batch_at(items, event.seq, None)
-            if at is not None and not any(e.span_id in {a.span_id for a in at} or e.seq in {a.caused_by for a in at}
-                                          for e in skipped):
-                return at
+            found = self._batch_at(items, event.seq, None)
+            if found is not None and _apart(found[0], skipped):
+                return found[0]
         return None
 
-    def _batch_at(self, items: Sequence[Emit], seq: int, prev: str | None) -> list[Event] | None:
+    def _same_attributes(self, items: Sequence[Emit]) -> list[Event] | None:
+        """The recorded span opening, among the next :data:`ALIKE_AHEAD` events, that the
+        traced span ``items`` opens is with its attributes too (none: ``None``)."""
+        for event, skipped in itertools.islice(self._later(), ALIKE_AHEAD):
+            if event.type != SpanStarted.TYPE:
+                continue
+            found = self._batch_at(items, event.seq, None)
+            if found is not None and found[1] and _apart(found[0], skipped):
+                return found[0]
+        return None
+
+    def _batch_at(self, items: Sequence[Emit], seq: int, prev: str | None) -> tuple[list[Event], bool] | None:
         """The recorded events from ``seq`` on when ``items``, emitted from there, are they
-        (``prev``: the recorded hash before ``seq``, for the one-hash comparison)."""
+        (``prev``: the recorded hash before ``seq``, for the one-hash comparison), and whether
+        they are exactly (a tracer's attributes are not compared: :func:`_seen_only`)."""
         ahead = self._ahead
         start = next(i for i, e in enumerate(ahead) if e.seq == seq)
         while len(ahead) < start + len(items):
@@ -660,6 +691,7 @@ class ReplaySink:
                 return None
             ahead.append(event)
         found: list[Event] = []
+        exact = True
         for i, item in enumerate(items):
             expected = ahead[start + i]
             if expected.seq in self._early:
@@ -674,11 +706,14 @@ class ReplaySink:
             span_id = item.span_id if item.span_item is None else f"s{seq + item.span_item}"
             actual = Event(seq=expected.seq, type=type_, payload=payload, actor=item.actor, caused_by=caused_by,
                            span_id=span_id, **{k: v for k, v in usage.items() if v is not None})
-            if not (self._same(expected, actual, prev) or not self._differs(expected, actual)[0]):
-                return None
+            if not self._same(expected, actual, prev):
+                differs, compared = self._differs(expected, actual)
+                if differs:
+                    return None
+                exact = exact and compared.payload == expected.payload
             found.append(expected)
             prev = expected.hash or None
-        return found
+        return found, exact
 
     def flush(self) -> None:
         """Past the prefix, the new run's held events are written; a replay holds none."""

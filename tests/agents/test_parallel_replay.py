@@ -182,3 +182,19 @@ def test_a_thread_outside_any_recording_is_not_recorded(server: LLMServer, store
     assert "2 recordings are open: not recorded" in caplog.text
     assert [q for _, body in server.requests for q in [body["messages"][-1]["content"]]] == \
         ["after", "while two are open"]
+
+
+def test_instrumented_calls_from_a_plain_thread_pool_replay_strictly(server: LLMServer, store: Any,
+                                                                     instrumented: Any) -> None:
+    """The OpenAI instrumentor opens one span alike ("ChatCompletion") per call, each in its
+    thread: told apart by their attributes (the question asked), not by which thread opened
+    one first."""
+    questions = [f"{SLOW} first", "second", "third"]
+    run = al.record(_plain_pool(server, questions), store=store, name="pool-traced")
+    assert len(run.llm_calls()) == len(questions)
+    sent = len(server.requests)
+
+    for _ in range(3):  # the threads open their spans in another order each time
+        replayed = al.replay(_plain_pool(server, questions), run)
+        assert replayed.ok, str(replayed.divergence)
+    assert len(server.requests) == sent
