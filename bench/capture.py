@@ -202,6 +202,12 @@ class _CountingSink:
     def __init__(self) -> None:
         self.next_seq = 0
 
+    def place(self, seq: int) -> int:
+        return seq
+
+    def order(self, span_id: str | None) -> int:
+        return int(span_id[1:]) if span_id else -1
+
     def emit(self, type: Any, payload: Any = None, **fields: Any) -> Any:
         from agentlog.events import Event
 

@@ -98,10 +98,6 @@ SpanParent = Callable[["Recorder"], str | None]
 SPAN_PARENTS: list[SpanParent] = []
 
 
-def _span_number(span_id: str | None) -> int:
-    return int(span_id[1:]) if span_id and span_id[1:].isdigit() else -1
-
-
 class LLMCallError(RecordError):
     """A model call failed; on replay the recorded failure is raised again."""
 
@@ -403,9 +399,10 @@ class Recorder:
         taken as it is written (``Emit.span_item``), so spans opened at once from several
         threads never share one."""
         parent = self.current_span
+        order = self._sink.order
         for hook in SPAN_PARENTS:  # the innermost span open here, of whoever opened it last
             other = hook(self)
-            if _span_number(other) > _span_number(parent):
+            if other is not None and order(other) > order(parent):
                 parent = other
         return SpanStarted(name=name, kind=kind, parent=parent, attributes=dict(attributes) if attributes else None)
 

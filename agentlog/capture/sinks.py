@@ -188,6 +188,16 @@ def _apart(batch: Sequence[Event], skipped: Sequence[Event]) -> bool:
     return not any(e.span_id in spans or e.seq in causes for e in skipped)
 
 
+def _seq_of(span_id: str) -> int:
+    """The seq a span id ``s<seq>`` names (-1 for another id)."""
+    return int(span_id[1:]) if span_id[:1] == "s" and span_id[1:].isdigit() else -1
+
+
+def _alike(one: Event, other: Event) -> bool:
+    """Whether two recorded span.started events open spans alike: the same but for their parent."""
+    return one.actor == other.actor and _without(one.payload, {_PARENT}) == _without(other.payload, {_PARENT})
+
+
 def _traced_start(item: Emit) -> bool:
     """Whether ``item`` opens a span a tracer opened (an OpenTelemetry span's)."""
     return item.span_item == 0 and isinstance(item.body, SpanStarted) and item.body.otel is not None
@@ -248,6 +258,16 @@ class Sink(Protocol):
     def external(self) -> list[Event] | None: ...
 
     def close(self, status: str) -> None: ...
+
+    def place(self, seq: int) -> int:
+        """Where the event ``seq`` came among the events the program emitted or was served
+        (higher: later): its seq when recording; in a replay, whose calls side by side may
+        match recorded events out of the log's order, the order the program met them in."""
+        ...
+
+    def order(self, span_id: str | None) -> int:
+        """:meth:`place` of the span.started that opened span ``span_id`` (-1 for ``None``)."""
+        ...
 
 
 def recorded_by(run: Any) -> Callable[[int], str]:
@@ -425,6 +445,14 @@ class WriterSink:
                 self.observed(event)
         return events
 
+    def place(self, seq: int) -> int:
+        """The seq: events are written in the order they come."""
+        return seq
+
+    def order(self, span_id: str | None) -> int:
+        """The span's seq."""
+        return _seq_of(span_id) if span_id is not None else -1
+
     def flush(self) -> None:
         """Write the events held by :meth:`emit_many` now."""
         self.writer.flush()
@@ -487,8 +515,10 @@ class ReplaySink:
     event, a batch or an answer that is not the next recorded one is looked for further on in
     the prefix (:data:`LOOKAHEAD` events), in its own span, and taken there when none of the
     events before it not yet matched is in that span; in a fork, a span whose recorded events
-    go on past the cut goes past it while other flows are still replayed. Threads compare in
-    turn (:attr:`lock`).
+    go on past the cut goes past it while other flows are still replayed. A tracer's spans
+    alike when they open, opened side by side, are bound to the recorded ones in the order they
+    open and re-bound when the first thing done in one says it is another's (:meth:`_rebound`).
+    Threads compare in turn (:attr:`lock`).
     """
 
     def __init__(self, recorded: Iterable[Event], *, run_id: str, prefix: int,
@@ -496,11 +526,20 @@ class ReplaySink:
                  on_cut: Callable[[], None] | None = None,
                  recorded_by: Callable[[int], str] | None = None, start: int = 0,
                  redactor: Redactor = DEFAULT) -> None:
-        self._recorded = iter(recorded)
+        self._recorded = self._reading(iter(recorded))
         self._ahead: deque[Event] = deque()  # recorded events read, from seq pos on
         self._early: set[int] = set()  # seqs past pos matched already (calls made side by side)
         self._ended: set[str] = set()  # spans whose recorded span.ended was matched
         self._past: set[str] = set()  # spans gone past a fork's cut while others are still replayed
+        # Spans alike re-bound (_rebound): the recorded span each program span is, where they
+        # differ (a program span is named by the seq its span.started matched), and back.
+        self._as: dict[str, str] = {}
+        self._of: dict[str, str] = {}
+        self._starts: dict[int, Event] = {}  # the recorded span.started events read, by seq
+        self._firm: set[str] = set()  # program spans with events of their own (not re-bound)
+        self._kids: defaultdict[str, list[str]] = defaultdict(list)  # program spans opened under one
+        self._place: dict[int, int] = {}  # where the program met each event (place)
+        self._last = -1
         self._cutting = False
         self.lock = threading.RLock()
         """Held while an event or a batch is compared: threads of one program replay in turn."""
@@ -545,6 +584,140 @@ class ReplaySink:
         """True while events are still compared with the recorded run."""
         return self.pos < self.prefix
 
+    # --- spans alike, re-bound ------------------------------------------------------------------
+    # A tracer's spans alike under one parent (LangGraph's node spans of a Send fan-out,
+    # LangChain's tool spans of parallel tool calls: no attributes until they end) opened side
+    # by side are bound to the recorded ones in the order they open, which may not be the
+    # recorded order. When a call inside one is not where its span says, the spans alike that
+    # have done nothing else yet are swapped (_rebound): each program span keeps its id (the seq
+    # its span.started matched) and the sink reads it as the recorded span it is (_as); the
+    # span.started at that seq is compared with the recorded one of that span (_content).
+
+    def _reading(self, events: Iterator[Event]) -> Iterator[Event]:
+        """The recorded events, their span.started kept by seq as they are read."""
+        starts = self._starts
+        for event in events:
+            if event.type == SpanStarted.TYPE:
+                starts[event.seq] = event
+            yield event
+
+    def _rec(self, span_id: str | None) -> str | None:
+        """The recorded span the program's span ``span_id`` is."""
+        return self._as.get(span_id, span_id) if span_id is not None else None
+
+    def _rec_seq(self, seq: int | None) -> int | None:
+        """The recorded seq of the program's event ``seq`` (a span.started re-bound: its span's)."""
+        if seq is None or not self._as:
+            return seq
+        span = self._as.get(f"s{seq}")
+        return seq if span is None else int(span[1:])
+
+    def _rec_body(self, body: Body) -> Body:
+        """A span.started's body with its parent the recorded span."""
+        if self._as and isinstance(body, SpanStarted) and body.parent in self._as:
+            return replace(body, parent=self._rec(body.parent))
+        return body
+
+    def _rec_item(self, item: Emit) -> Emit:
+        """``item`` with the recorded spans (for the new run past a fork's cut)."""
+        if not self._as:
+            return item
+        return item._replace(body=self._rec_body(item.body), span_id=self._rec(item.span_id), caused_by=self._rec_seq(item.caused_by))
+
+    def _content(self, event: Event) -> Event:
+        """The recorded event the program's event at ``event``'s seq is compared with: ``event``,
+        or for a span.started re-bound, its span's own."""
+        if not self._as or event.type != SpanStarted.TYPE:
+            return event
+        span = self._as.get(str(event.span_id))
+        return event if span is None else self._starts[int(span[1:])]
+
+    def _note(self, type_: str, span_id: str | None, parent: str | None, event: Event) -> None:
+        """What the program's event (matched at ``event``) tells of its spans: a span.started
+        opens a span under ``parent``; any other event makes its span firm."""
+        if type_ == SpanStarted.TYPE:
+            if parent is not None:
+                self._kids[parent].append(f"s{event.seq}")
+        elif span_id is not None:
+            self._firm.add(span_id)
+
+    def _note_batch(self, items: Sequence[Emit], events: Sequence[Event]) -> None:
+        for item, event in zip(items, events, strict=True):
+            body = item.body
+            span_id = item.span_id if item.span_item is None else f"s{events[item.span_item].seq}"
+            self._note(body.TYPE, span_id, body.parent if isinstance(body, SpanStarted) else None, event)
+
+    def _apart(self, batch: Sequence[Event], skipped: Sequence[Event]) -> bool:
+        """:func:`_apart` of ``batch`` as the spans it is."""
+        return _apart([self._content(e) for e in batch] if self._as else batch, skipped)
+
+    def _opened(self, span_id: str) -> bool:
+        """Whether the program opened span ``span_id`` (its span.started is matched)."""
+        seq = int(span_id[1:])
+        return seq < self.pos or seq in self._early
+
+    def _free(self, span_id: str, below: str | None) -> bool:
+        """Whether the program's span ``span_id`` has done nothing yet but open ``below``."""
+        if not self._opened(span_id):
+            return True
+        return span_id not in self._firm and all(kid == below for kid in self._kids.get(span_id, ()))
+
+    def _swaps(self, have: str, want: str) -> list[tuple[str, str]] | None:
+        """The program spans to re-bind (each to the recorded span paired with it) so that the
+        program span bound to recorded ``have`` is ``want``: up their parents until one is
+        shared, each pair alike and neither span having done anything yet but open the one
+        below; ``None`` when they cannot be."""
+        swaps: list[tuple[str, str]] = []
+        below: tuple[str | None, str | None] = (None, None)
+        while have != want:
+            one, other = self._starts.get(_seq_of(have)), self._starts.get(_seq_of(want))
+            if one is None or other is None or not _alike(one, other):
+                return None
+            mine, theirs = self._of.get(have, have), self._of.get(want, want)
+            if not (self._opened(mine) and self._free(mine, below[0]) and self._free(theirs, below[1])):
+                return None
+            swaps += [(mine, want), (theirs, have)]
+            below = (mine, theirs)
+            up, across = one.payload.get(_PARENT), other.payload.get(_PARENT)
+            if not (isinstance(up, str) and isinstance(across, str)):
+                return None if up != across else swaps
+            have, want = up, across
+        return swaps
+
+    def _bind(self, swaps: Iterable[tuple[str, str]]) -> None:
+        for program, recorded in swaps:
+            if program == recorded:
+                self._as.pop(program, None)
+                self._of.pop(recorded, None)
+            else:
+                self._as[program], self._of[recorded] = recorded, program
+
+    def _rebound(self, items: Sequence[Emit], *, exact: bool = False) -> list[Event] | None:
+        """The recorded events a batch opening a span is once spans alike are re-bound (see
+        above): a later span.started like its first item's under a parent alike to its own,
+        followed by the rest (``exact``: a tracer's attributes too); ``None`` when there is
+        none."""
+        body = items[0].body
+        if not (items[0].span_item == 0 and isinstance(body, SpanStarted) and body.parent is not None):
+            return None
+        have = self._rec(body.parent)
+        first = self._peek()
+        assert first is not None and have is not None
+        for event, skipped in itertools.chain([(first, [])], self._later()):
+            want = event.payload.get(_PARENT) if event.type == SpanStarted.TYPE else None
+            if want is None or want == have or event.span_id in self._as or event.seq + len(items) > self.prefix:
+                continue
+            swaps = self._swaps(have, str(want))
+            if swaps is None:
+                continue
+            kept = dict(self._as), dict(self._of)
+            self._bind(swaps)
+            found = self._batch_at(items, event.seq, None)
+            if found is not None and (found[1] or not exact) and self._apart(found[0], skipped):
+                return found[0]
+            self._as, self._of = kept
+        return None
+
     def _peek(self) -> Event | None:
         ahead = self._ahead
         while ahead and ahead[0].seq < self.pos:
@@ -560,11 +733,11 @@ class ReplaySink:
 
     def _later(self) -> Iterator[tuple[Event, list[Event]]]:
         """The recorded events after the next one, inside the prefix and not yet matched, each
-        with the events before it not yet matched (read from the log as they are asked for,
-        at most :data:`LOOKAHEAD`)."""
+        with the events before it not yet matched, as the spans they are (:meth:`_content`;
+        read from the log as they are asked for, at most :data:`LOOKAHEAD`)."""
         if self._peek() is None:
             return
-        ahead, skipped = self._ahead, [self._ahead[0]]
+        ahead, skipped = self._ahead, [self._content(self._ahead[0])]
         for i in range(1, LOOKAHEAD):
             if i == len(ahead):
                 event = next(self._recorded, None)
@@ -576,7 +749,7 @@ class ReplaySink:
                 return
             if event.seq not in self._early:
                 yield event, skipped
-                skipped.append(event)
+                skipped.append(self._content(event))
 
     def _skip_fork_start(self) -> None:
         if self.in_prefix and (ahead := self._peek()) is not None and ahead.type == FORK_STARTED:
@@ -591,14 +764,24 @@ class ReplaySink:
                 return self._emit_after(body, payload, actor=actor, caused_by=caused_by, span_id=span_id, **usage)
 
             if not self.in_prefix or self._cutting:
-                return after()
+                written = after()
+                self._met((written,))
+                return written
+            program_span = span_id
             if isinstance(body, Body):
                 type_, compared, columns = body.TYPE, body.to_payload(), body.columns()
             else:
                 type_, compared, columns = body, dict(payload or {}), usage
+            parent = compared.get(_PARENT) if type_ == SpanStarted.TYPE else None
+            if self._as:  # spans re-bound: compared as the recorded spans they are
+                compared = {**compared, _PARENT: self._rec(parent)} if parent in self._as else compared
+                caused_by, span_id = self._rec_seq(caused_by), self._rec(span_id)
             actual = Event(seq=self.pos, type=type_, payload=compared, actor=actor, caused_by=caused_by,
                            span_id=span_id, **{k: v for k, v in columns.items() if v is not None})
-            return self._compare(actual, after)
+            event = self._compare(actual, after)
+            self._note(type_, program_span, parent, event)
+            self._met((event,))
+            return event
 
     atomic_batches = False
     """:meth:`emit_many` takes a batch's events one by one: it may stop between two."""
@@ -617,15 +800,18 @@ class ReplaySink:
             named, run_id = self.next_seq, self.run_id  # read before a recorded fork.started is passed
             events = self._batch(items) if items else None
             if events is None and items and self.after is not None and \
-                    (not self.in_prefix or self._gone_past(_opened_in(items[0]))):
+                    (not self.in_prefix or self._gone_past(self._rec(_opened_in(items[0])))):
                 self._cut()  # past the prefix: the batch goes to the new run whole, ids taken there
-                events = [self._observed(event) for event in self.after.emit_many(items, hold=hold, sync=sync)]
+                written = self.after.emit_many([self._rec_item(item) for item in items], hold=hold, sync=sync)
+                events = [self._observed(event) for event in written]
                 if self.in_prefix:  # a flow gone past the cut: so are the spans it opens
                     self._past.update(str(e.span_id) for e in events if e.type == SpanStarted.TYPE)
             elif events is not None:
                 for event in events:
                     self._accept(event)
+                self._note_batch(items, events)
             if events is not None:
+                self._met(events)
                 if taken is not None:
                     taken.extend(events)
                 return events
@@ -645,27 +831,33 @@ class ReplaySink:
     def _batch(self, items: Sequence[Emit]) -> list[Event] | None:
         """The recorded events a batch is, all inside the prefix: at the next seq, else at
         the first later seq where they follow one another, none matched yet, in spans (and
-        caused by events) that none of the events before them not yet matched is in."""
+        caused by events) that none of the events before them not yet matched is in; else
+        once spans alike are re-bound (:meth:`_rebound`)."""
         self._skip_fork_start()
         first = self._peek()
         if first is None or first.seq + len(items) > self.prefix:
             return None  # past the prefix, or across its end: one by one, each where it goes
-        found = self._batch_at(items, first.seq, self._prev)
-        if found is not None:
-            at, exact = found
-            if exact or not _traced_start(items[0]):
-                return at
-            # a tracer's span, its attributes not those recorded here: spans like it opened side
-            # by side (one per thread or task) are told apart by them when they are the same
-            return self._same_attributes(items) or at
+        found = self._batch_at(items, first.seq, self._prev) or self._later_batch(items)
+        if found is None:
+            return self._rebound(items)
+        at, exact = found
+        if exact or not _traced_start(items[0]):
+            return at
+        # a tracer's span, its attributes not those recorded here: spans like it opened side by
+        # side (one per thread or task) are told apart by them when they are the same every run
+        return self._same_attributes(items) or self._rebound(items, exact=True) or at
+
+    def _later_batch(self, items: Sequence[Emit]) -> tuple[list[Event], bool] | None:
+        """:meth:`_batch_at` at the first later seq where the batch is, apart from the events
+        before it not yet matched."""
         body = items[0].body
         type_ = body.TYPE if isinstance(body, Body) else body
         for event, skipped in self._later():
             if event.type != type_ or event.seq + len(items) > self.prefix:
                 continue
             found = self._batch_at(items, event.seq, None)
-            if found is not None and _apart(found[0], skipped):
-                return found[0]
+            if found is not None and self._apart(found[0], skipped):
+                return found
         return None
 
     def _same_attributes(self, items: Sequence[Emit]) -> list[Event] | None:
@@ -675,7 +867,7 @@ class ReplaySink:
             if event.type != SpanStarted.TYPE:
                 continue
             found = self._batch_at(items, event.seq, None)
-            if found is not None and found[1] and _apart(found[0], skipped):
+            if found is not None and found[1] and self._apart(found[0], skipped):
                 return found[0]
         return None
 
@@ -693,27 +885,46 @@ class ReplaySink:
         found: list[Event] = []
         exact = True
         for i, item in enumerate(items):
-            expected = ahead[start + i]
-            if expected.seq in self._early:
+            at = ahead[start + i]
+            if at.seq in self._early:
                 return None
             body = item.body
             if not isinstance(body, Body):
                 return None
             if item.keyed:
-                body = item_body(item, self._run_at(expected.seq), expected.seq)
+                body = item_body(item, self._run_at(at.seq), at.seq)
+            body = self._rec_body(body)
             type_, payload, usage = body.TYPE, body.to_payload(), body.columns()
             caused_by = item.caused_by if item.caused_by_item is None else seq + item.caused_by_item
             span_id = item.span_id if item.span_item is None else f"s{seq + item.span_item}"
-            actual = Event(seq=expected.seq, type=type_, payload=payload, actor=item.actor, caused_by=caused_by,
-                           span_id=span_id, **{k: v for k, v in usage.items() if v is not None})
-            if not self._same(expected, actual, prev):
+            expected = self._content(at)
+            actual = Event(seq=expected.seq, type=type_, payload=payload, actor=item.actor,
+                           caused_by=self._rec_seq(caused_by), span_id=self._rec(span_id),
+                           **{k: v for k, v in usage.items() if v is not None})
+            if not self._same(expected, actual, prev if expected is at else None):
                 differs, compared = self._differs(expected, actual)
                 if differs:
                     return None
                 exact = exact and compared.payload == expected.payload
-            found.append(expected)
-            prev = expected.hash or None
+            found.append(at)
+            prev = at.hash or None
         return found, exact
+
+    def place(self, seq: int) -> int:
+        """Where the program met event ``seq`` (not its seq: calls side by side match recorded
+        events out of the log's order, and spans re-bound keep the seq they opened at)."""
+        return self._place.get(seq, seq)
+
+    def order(self, span_id: str | None) -> int:
+        """:meth:`place` of the span.started that opened span ``span_id`` (-1 for ``None``)."""
+        return self.place(_seq_of(span_id)) if span_id is not None else -1
+
+    def _met(self, events: Iterable[Event]) -> None:
+        """Note ``events`` as met by the program now."""
+        for event in events:
+            self._last = last = max(self._last + 1, event.seq)
+            if last != event.seq:  # met out of the log's order (else its place is its seq)
+                self._place[event.seq] = last
 
     def flush(self) -> None:
         """Past the prefix, the new run's held events are written; a replay holds none."""
@@ -723,13 +934,14 @@ class ReplaySink:
     def _compare(self, actual: Event, past: Callable[[], Event] | None = None) -> Event:
         """The recorded event ``actual`` is, accepted; or, for an event of a flow gone past a
         fork's cut (:meth:`_gone_past`), what ``past`` writes; else a divergence."""
-        expected = self._peek()
-        if expected is not None and self._same(expected, actual, self._prev):
-            self._accept(expected)  # the usual case: one hash, no field by field comparison
-            return expected
-        if expected is None:
+        at = self._peek()
+        if at is not None and self._same(at, actual, self._prev):
+            self._accept(at)  # the usual case: one hash, no field by field comparison
+            return at
+        if at is None:
             self._diverge(None, actual, note="the recorded run ends here; the program emitted more")
-        assert expected is not None
+        assert at is not None
+        expected = self._content(at)
         differs, compared = self._differs(expected, actual)
         if differs:
             if is_interruption(expected):
@@ -737,9 +949,9 @@ class ReplaySink:
             later = self._side_by_side(actual, lambda event: not self._differs(event, actual)[0])
             if later is None and past is not None and self._gone_past(actual.span_id):
                 return past()
-            expected = later or self._diverge(expected, compared, differs)
-        self._accept(expected)
-        return expected
+            at = later or self._diverge(expected, compared, differs)
+        self._accept(at)
+        return at
 
     def _differs(self, expected: Event, actual: Event) -> tuple[tuple[str, ...], Event]:
         """The fields in which ``actual`` differs from the recorded ``expected``, compared as
@@ -758,11 +970,12 @@ class ReplaySink:
         matched is in, and caused by none of them (the events of one span come from one flow,
         in order). ``None`` when there is none: a divergence."""
         for event, skipped in self._later():
-            if event.span_id is None or event.type != actual.type:
+            content = self._content(event)
+            if content.span_id is None or content.type != actual.type:
                 continue
-            if any(e.span_id == event.span_id or e.seq == event.caused_by for e in skipped):
+            if any(e.span_id == content.span_id or e.seq == content.caused_by for e in skipped):
                 continue
-            if matches(event):
+            if matches(content):
                 return event
         return None
 
@@ -813,8 +1026,12 @@ class ReplaySink:
             self._diverge(None, actual, note="the recorded run ends here; the program emitted more")
         assert self.after is not None
         self._cut()
-        return self._observed(self.after.emit(body, payload, actor=actor, caused_by=caused_by,
-                                              span_id=span_id, **usage))
+        if isinstance(body, Body):
+            body = self._rec_body(body)
+        elif payload is not None and payload.get(_PARENT) in self._as:
+            payload = {**payload, _PARENT: self._rec(payload[_PARENT])}
+        return self._observed(self.after.emit(body, payload, actor=actor, caused_by=self._rec_seq(caused_by),
+                                              span_id=self._rec(span_id), **usage))
 
     def _cut(self) -> None:
         """Past the prefix: the fork writes what it changed (once), before its first event."""
@@ -848,7 +1065,12 @@ class ReplaySink:
     def serve(self, kind: str, key: str, *, actor: str | None, caused_by: int | None,
               span_id: str | None) -> Event | None:
         with self.lock:
-            return self._serve(kind, key, actor=actor, caused_by=caused_by, span_id=span_id)
+            if span_id is not None:
+                self._firm.add(span_id)
+            served = self._serve(kind, key, actor=actor, caused_by=self._rec_seq(caused_by), span_id=self._rec(span_id))
+            if served is not None:
+                self._met((served,))
+            return served
 
     def _serve(self, kind: str, key: str, *, actor: str | None, caused_by: int | None,
                span_id: str | None) -> Event | None:
@@ -908,7 +1130,7 @@ class ReplaySink:
         if int(opened) >= self.pos and int(opened) not in self._early:
             return False  # not opened yet: its span.started is still to come
         first = self._peek()
-        if first is None or any(_in_span(e, span_id) for e in (first, *(e for e, _ in self._later()))):
+        if first is None or any(_in_span(self._content(e), span_id) for e in (first, *(e for e, _ in self._later()))):
             return False
         self._past.add(span_id)
         return True

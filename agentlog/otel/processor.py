@@ -82,7 +82,6 @@ recordings it writes into), so a replay joins them exactly as the recording did.
 from __future__ import annotations
 
 import logging
-import re
 import sys
 import threading
 import weakref
@@ -115,7 +114,6 @@ log = logging.getLogger("agentlog.otel")
 CallJoin = Callable[[Recorder, OtelSpan, Sequence[Out]], Sequence[Out]]
 """``join(recorder, span, events) -> events to write``: see the module docstring."""
 
-_SEQ_ID = re.compile(r"s(\d+)")
 _CALLS = frozenset({LLM, "tool"})
 #: How many written spans :meth:`SpanProcessor.written` keeps per run (the most recent).
 WRITTEN_KEPT = 10_000
@@ -177,11 +175,6 @@ class _ToolCall:
     """Its ``tool.result`` was written."""
     joined: bool = False
     """A framework's tool span of the same call was joined to it."""
-
-
-def _seq_of(span_id: str | None) -> int:
-    m = _SEQ_ID.fullmatch(span_id or "")
-    return int(m.group(1)) if m else -1
 
 
 FrameworkSpan = Callable[[], "trace.Span | None"]
@@ -328,7 +321,8 @@ class SpanProcessor(_SDKSpanProcessor):
         live = self._live.get(context.span_id) if context is not None else None
         current = live.written.span_id if live is not None and live.rec is rec else None
         framework = self._framework_span(rec)
-        return framework if framework is not None and _seq_of(framework) > _seq_of(current) else current
+        order = _sink(rec).order
+        return framework if framework is not None and order(framework) > order(current) else current
 
     def _framework_span(self, rec: Recorder) -> str | None:
         """The agentlog span id of the innermost span a framework has open here by its own
@@ -352,7 +346,7 @@ class SpanProcessor(_SDKSpanProcessor):
                 thread, task = flow()
                 while (child := self._open_child(key, rec, thread, task)) is not None:
                     key, live = child
-                if _seq_of(live.written.span_id) > _seq_of(found):
+                if _sink(rec).order(live.written.span_id) > _sink(rec).order(found):
                     found = live.written.span_id
         return found
 
@@ -395,11 +389,12 @@ class SpanProcessor(_SDKSpanProcessor):
                 return
             own = rec.current_span
             parent_id = own
-            if parent is not None and (own is None or _seq_of(parent.written.span_id) > _seq_of(own)):
+            order = _sink(rec).order
+            if parent is not None and (own is None or order(parent.written.span_id) > order(own)):
                 parent_id = parent.written.span_id
             elif parent is None and FRAMEWORK_SPANS:  # outside its OpenTelemetry parent's run: a framework's span?
                 framework = self._framework_span(rec)
-                if framework is not None and _seq_of(framework) > _seq_of(parent_id):
+                if framework is not None and order(framework) > order(parent_id):
                     parent_id = framework
             # the SDK span read once, straight into the body (no intermediate copy)
             attributes = span.attributes or _NO_ATTRIBUTES
@@ -535,8 +530,10 @@ class SpanProcessor(_SDKSpanProcessor):
         docstring): the span writes none; the recorder's call is marked joined."""
         if not isinstance(body, ToolCall):
             return False
+        place = _sink(rec).place
         for recorded in self._tools.get(rec, ()):
-            if not recorded.joined and recorded.name == body.name and (recorded.seq > started or not recorded.done):
+            if not recorded.joined and recorded.name == body.name and \
+                    (place(recorded.seq) > place(started) or not recorded.done):
                 recorded.joined = True
                 return True
         return False
@@ -549,12 +546,13 @@ class SpanProcessor(_SDKSpanProcessor):
         otherwise stay in the list, and be looked at by every span's end, until 1,000 more
         calls pushed it out."""
         calls = model_calls(rec)
-        if not calls or calls[0].joined or calls[0].request_seq > started:
+        place = _sink(rec).place  # where the program met an event: its seq, but in a replay
+        if not calls or calls[0].joined or place(calls[0].request_seq) > place(started):
             return  # the usual case: nothing to let go, or the join lets the joined go
         with self._lock:
-            oldest = min((live.written.started_seq for live in self._live.values() if live.rec is rec),
-                         default=started)
-        _drop_front(rec, calls, min(oldest, started))
+            oldest = min((place(live.written.started_seq) for live in self._live.values() if live.rec is rec),
+                         default=place(started))
+        _drop_front(rec, calls, min(oldest, place(started)))
 
     def _cover(self, live: _Live) -> None:
         """Mark every open ancestor of a span that wrote a model call: it is the same call."""
@@ -634,9 +632,10 @@ _joined: weakref.WeakKeyDictionary[Recorder, deque[TransportCall]] = weakref.Wea
 
 def _drop_front(rec: Recorder, calls: deque[TransportCall], oldest: int) -> None:
     """Take off the front of ``calls`` the joined ones (the last :data:`JOINED_KEPT` kept for
-    :func:`_share_transport_call`) and those asked before seq ``oldest``."""
+    :func:`_share_transport_call`) and those asked before ``oldest`` (a :meth:`Sink.place`)."""
     joined = _joined.get(rec)
-    while calls and (calls[0].joined or calls[0].request_seq < oldest):
+    place = _sink(rec).place
+    while calls and (calls[0].joined or place(calls[0].request_seq) < oldest):
         call = calls.popleft()
         if call.joined:
             if joined is None:
@@ -653,8 +652,10 @@ def _take_transport_call(rec: Recorder, started: int) -> bool:
     calls = model_calls(rec)
     if calls and calls[0].joined:
         _drop_front(rec, calls, -1)
+    place = _sink(rec).place
+    started = place(started)
     for call in calls:
-        if not call.joined and call.request_seq > started:
+        if not call.joined and place(call.request_seq) > started:
             call.joined = True
             return True
     return False
@@ -680,15 +681,16 @@ def _share_transport_call(rec: Recorder, live: _Live) -> bool:
     opened in one thread with no HTTP call of its own (a cached answer, a local model) is
     never taken for a call another thread made.
     """
-    started, thread, task = live.written.started_seq, live.thread, live.task
+    place = _sink(rec).place
+    started, thread, task = place(live.written.started_seq), live.thread, live.task
     task_id = None if task is None else id(task)
     joined = [call for call in (*_joined.get(rec, ()), *model_calls(rec))
-              if call.joined and call.request_seq > started]
+              if call.joined and place(call.request_seq) > started]
     for call in joined:
         if call.thread == thread and call.task == task_id:
             call.shared = True
             return True
-    if task is not None or any(call.thread == thread for call in model_calls(rec) if call.request_seq > started):
+    if task is not None or any(call.thread == thread for call in model_calls(rec) if place(call.request_seq) > started):
         return False
     for call in joined:
         if not call.shared and call.task is not None and call.thread != thread:

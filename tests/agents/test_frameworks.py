@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import operator
 import warnings
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pandas as pd
 import pytest
-from _server import ANSWERED_MODEL, ASK_EVERY, EVERY_SERVICE, MODEL, USAGE, LLMServer, expected_cost
+from _server import ANSWERED_MODEL, ASK_EVERY, EVERY_SERVICE, MODEL, SLOW, USAGE, LLMServer, expected_cost
 
 import agentlog as al
 from agentlog.events import SpanEnded
@@ -215,6 +216,64 @@ def test_parallel_model_calls_each_nest_under_their_own_chat_model_span(server: 
 
 
 BOTH = ["openinference-instrumentation-langchain", "openinference-instrumentation-openai"]
+
+
+class Topics(TypedDict):
+    """The state of :func:`_fan_out`'s graph."""
+
+    topics: list[str]
+    answers: Annotated[list[str], operator.add]
+
+
+def _fan_out(server: LLMServer) -> Any:
+    """A LangGraph map step: one ``Send`` per topic to the node ``ask``, which asks the model
+    about its topic; LangGraph runs the three in threads of its own, side by side. A program
+    of it takes the topics in the order to send them."""
+    from langchain_openai import ChatOpenAI
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import Send
+
+    model = ChatOpenAI(model=MODEL, base_url=server.url, api_key="test", max_retries=0)  # type: ignore[arg-type]
+
+    def ask(state: Topics) -> dict[str, list[str]]:
+        return {"answers": [f"{state['topics'][0]}: {model.invoke(state['topics'][0]).content}"]}
+
+    graph = StateGraph(Topics)
+    graph.add_node("ask", ask)
+    graph.add_conditional_edges(START, lambda state: [Send("ask", {"topics": [t], "answers": []})
+                                                      for t in state["topics"]], ["ask"])
+    graph.add_edge("ask", END)
+    compiled = graph.compile()
+
+    def program(topics: list[str]) -> Any:
+        return lambda rec: sorted(compiled.invoke({"topics": topics, "answers": []})["answers"])
+    return program
+
+
+@pytest.mark.parametrize("instrumentors", [["openinference-instrumentation-langchain"], BOTH], ids=["langchain", "both"])
+def test_a_langgraph_fan_out_replays_strictly_in_any_order(server: LLMServer, store: Any,
+                                                           instrumentors: list[str]) -> None:
+    """LangGraph's node spans of a ``Send`` fan-out are alike when they open (LangChain sets
+    their attributes as they end): a replay whose branches open in another order than
+    recorded (the topics sent the other way round) binds each to the recorded one its model
+    call says it is, and replays strictly with no request; a changed topic still diverges."""
+    handle = al.instrument(instrumentors=instrumentors)
+    try:
+        program = _fan_out(server)
+        topics = [f"{SLOW} api", "db", "cache"]
+        run = al.record(program(topics), store=store, name="fan-out")
+        assert run.status == "finished", run.status
+        _check_calls(run, 3)
+        sent = len(server.requests)
+
+        for order in (topics[::-1], topics, [topics[1], topics[2], topics[0]]) * 2:
+            replayed = al.replay(program(order), run)
+            assert replayed.ok, f"{order}: {replayed.divergence}"
+        assert len(server.requests) == sent
+        changed = al.replay(program(["api", "db", "cache"]), run)
+        assert not changed.ok
+    finally:
+        handle.uninstrument()
 
 
 def _langgraph_program(graph: Any) -> Any:

@@ -198,3 +198,92 @@ def test_instrumented_calls_from_a_plain_thread_pool_replay_strictly(server: LLM
         replayed = al.replay(_plain_pool(server, questions), run)
         assert replayed.ok, str(replayed.divergence)
     assert len(server.requests) == sent
+
+
+def _branches(server: LLMServer, questions: list[str], order: list[int]) -> Any:
+    """One tracer's spans alike ("branch", no attributes), one per question, each opened in a
+    thread of its own under one parent span, in the order ``order`` gives; once all are open,
+    each branch asks its question. Nothing in a branch's span tells it apart until its call."""
+    from opentelemetry import trace
+
+    def program(rec: Any) -> list[str]:
+        tracer = trace.get_tracer("test.branches")
+        turns = [threading.Event() for _ in questions]
+        all_open = threading.Barrier(len(questions))
+
+        def branch(i: int, client: openai.OpenAI) -> str:
+            turns[i].wait(timeout=10)
+            with tracer.start_as_current_span("branch"):
+                later = order.index(i) + 1
+                if later < len(order):
+                    turns[order[later]].set()
+                all_open.wait(timeout=10)
+                return str(client.chat.completions.create(**_ask(questions[i])).id)
+
+        with tracer.start_as_current_span("fan-out"), \
+                openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client, \
+                ThreadPoolExecutor(len(questions)) as pool:
+            asked = [pool.submit(contextvars.copy_context().run, branch, i, client) for i in range(len(questions))]
+            turns[order[0]].set()
+            return sorted(future.result() for future in asked)
+    return program
+
+
+def test_spans_alike_opened_in_another_order_are_told_apart_by_what_they_do(server: LLMServer,
+                                                                            store: Any) -> None:
+    """A tracer's spans alike under one parent (LangGraph's node spans of a ``Send`` fan-out,
+    LangChain's tool spans of parallel tool calls: no attributes until they end) opened in
+    another order than recorded: each is the recorded span its call says it is, not the one
+    it opened in the place of."""
+    questions = ["first", "second", "third"]
+    handle = al.instrument(instrumentors=[])
+    try:
+        run = al.record(_branches(server, questions, [0, 1, 2]), store=store, name="branches")
+        branches = [e for e in run.iter_events() if e.type == "span.started" and e.payload["name"] == "branch"]
+        assert len(branches) == 3 and len(run.llm_calls()) == 3
+        sent = len(server.requests)
+
+        for order in ([2, 1, 0], [1, 2, 0], [0, 2, 1]):
+            replayed = al.replay(_branches(server, questions, order), run)
+            assert replayed.ok, f"{order}: {replayed.divergence}"
+        assert len(server.requests) == sent
+        changed = al.replay(_branches(server, ["first", "second", "fourth"], [2, 1, 0]), run)
+        assert not changed.ok and "fourth" in str(changed.divergence)
+    finally:
+        handle.uninstrument()
+
+
+def _ends_where_it_asked(run: Any) -> None:
+    """Every span of ``run`` ends once, and each "branch" span after the one call made in it."""
+    events = list(run.iter_events())
+    started = {e.span_id: e for e in events if e.type == "span.started"}
+    ended = [e.span_id for e in events if e.type == "span.ended"]
+    assert sorted(ended) == sorted(started), run.id
+    answered = {started[e.span_id].payload["parent"]: e.seq for e in events if e.type == "llm.response"}
+    branches = {s: e for s, e in started.items() if e.payload["name"] == "branch"}
+    assert sorted(answered) == sorted(branches)
+    for e in events:
+        if e.type == "span.ended" and e.span_id in branches:
+            assert e.seq > answered[e.span_id], (run.id, e.span_id)
+
+
+def test_a_fork_among_spans_alike_opened_in_another_order_writes_each_in_its_span(server: LLMServer,
+                                                                                   store: Any) -> None:
+    """A fork with no edit cut among the answers of branches opened in another order than
+    recorded: what goes past the cut is written in the recorded span each branch is."""
+    questions = ["first", "second", "third"]
+    handle = al.instrument(instrumentors=[])
+    try:
+        run = al.record(_branches(server, questions, [0, 1, 2]), store=store, name="branches")
+        _ends_where_it_asked(run)
+        sent = len(server.requests)
+        cuts = [e.seq for e in run.iter_events() if e.type == "http.response"]
+
+        for at in cuts:
+            forked = al.fork(run, at, program=_branches(server, questions, [2, 1, 0]))
+            assert forked.status == "finished", at
+            assert forked.event(len(forked) - 1).payload["result"] == run.event(len(run) - 1).payload["result"]
+            _ends_where_it_asked(forked)
+        assert len(server.requests) == sent
+    finally:
+        handle.uninstrument()
