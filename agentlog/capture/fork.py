@@ -263,11 +263,15 @@ def _forked(writer: Any, sink: ReplaySink, steps: Steps[Any]) -> Steps[Any]:
         try:
             yield from steps
         except Exception as exc:
-            if sink.first_divergence is not None and not isinstance(exc, DivergenceError):
-                raise DivergenceError(sink.first_divergence) from exc  # what made the program fail
+            first = sink.first_divergence  # what made the program fail (threads may raise later ones)
+            if first is not None and not (isinstance(exc, DivergenceError) and exc.divergence is first):
+                raise DivergenceError(first) from exc
             raise
         if sink.first_divergence is not None:  # the program went on: an SDK caught it (a tool's error)
             raise DivergenceError(sink.first_divergence)
+        left = sink.left_behind()
+        if left is not None:
+            raise DivergenceError(left)
     return writer.run
 
 

@@ -316,6 +316,12 @@ class ResponseCache:
         self._read()
         return self._answers
 
+    def holds(self, key: str) -> bool:
+        """Whether an answer to a call with this key, of any kind, is still here (reads the
+        events to the end, once)."""
+        with self._lock:
+            return any(queue for (_, held), queue in self._index().items() if held == key)
+
     def take(self, kind: str, key: str) -> Event | None:
         """Pop the next recorded answer for this call, or ``None`` when there is none."""
         with self._lock:
@@ -535,11 +541,12 @@ class ReplaySink:
         # differ (a program span is named by the seq its span.started matched), and back.
         self._as: dict[str, str] = {}
         self._of: dict[str, str] = {}
-        self._starts: dict[int, Event] = {}  # the recorded span.started events read, by seq
+        self._starts: dict[int, Event] = {}  # the recorded span.started events read, by seq, until their span ends
         self._firm: set[str] = set()  # program spans with events of their own (not re-bound)
         self._kids: defaultdict[str, list[str]] = defaultdict(list)  # program spans opened under one
         self._place: dict[int, int] = {}  # where the program met each event (place)
         self._last = -1
+        self._went_past: Event | None = None  # the first call sent past a fork's cut before its prefix ended
         self._cutting = False
         self.lock = threading.RLock()
         """Held while an event or a batch is compared: threads of one program replay in turn."""
@@ -630,7 +637,7 @@ class ReplaySink:
         if not self._as or event.type != SpanStarted.TYPE:
             return event
         span = self._as.get(str(event.span_id))
-        return event if span is None else self._starts[int(span[1:])]
+        return event if span is None else self._starts.get(int(span[1:]), event)
 
     def _note(self, type_: str, span_id: str | None, parent: str | None, event: Event) -> None:
         """What the program's event (matched at ``event``) tells of its spans: a span.started
@@ -800,7 +807,8 @@ class ReplaySink:
             named, run_id = self.next_seq, self.run_id  # read before a recorded fork.started is passed
             events = self._batch(items) if items else None
             if events is None and items and self.after is not None and \
-                    (not self.in_prefix or self._gone_past(self._rec(_opened_in(items[0])))):
+                    (not self.in_prefix or self._gone_past(self._rec(_opened_in(items[0])))
+                     or self._elsewhere(items)):
                 self._cut()  # past the prefix: the batch goes to the new run whole, ids taken there
                 written = self.after.emit_many([self._rec_item(item) for item in items], hold=hold, sync=sync)
                 events = [self._observed(event) for event in written]
@@ -846,6 +854,39 @@ class ReplaySink:
         # a tracer's span, its attributes not those recorded here: spans like it opened side by
         # side (one per thread or task) are told apart by them when they are the same every run
         return self._same_attributes(items) or self._rebound(items, exact=True) or at
+
+    def _elsewhere(self, items: Sequence[Emit]) -> bool:
+        """Whether a batch that opens a span for a call and is nowhere in the rest of a fork's
+        prefix is a call the parent made past the cut (its answer is there), from a flow
+        going past the cut while the flows whose recorded events are still ahead in the
+        prefix replay them (calls made side by side, the cut among them); not when its part
+        before the cut is what the log has at the next seq (a batch the cut falls in). A
+        program that then emits none of those events fails the fork (:meth:`left_behind`);
+        a call the parent did not make is a divergence, at once."""
+        cache = self.after.cache if self.after is not None else None
+        if cache is None or not (items[0].span_item == 0 and isinstance(items[0].body, SpanStarted)):
+            return False
+        if not any(isinstance(key := getattr(item.body, "key", None), str) and cache.holds(key) for item in items):
+            return False
+        first = self._peek()
+        if first is None:
+            return False
+        if first.seq + len(items) > self.prefix and \
+                self._batch_at(items[:self.prefix - first.seq], first.seq, self._prev) is not None:
+            return False
+        if self._went_past is None:
+            body = items[0].body
+            self._went_past = Event(seq=first.seq, type=body.TYPE, payload=body.to_payload(), actor=items[0].actor)
+        return True
+
+    def left_behind(self) -> Divergence | None:
+        """When the program has finished: the first recorded event before a fork's cut it did
+        not emit (its flows went past the cut without it), as a divergence; else ``None``."""
+        left = self.remaining()
+        if left is None:
+            return None
+        return Divergence(run_id=self.recorded_run_id, seq=left.seq, expected=left, actual=self._went_past,
+                          note="the program went past the cut without emitting this recorded event")
 
     def _later_batch(self, items: Sequence[Emit]) -> tuple[list[Event], bool] | None:
         """:meth:`_batch_at` at the first later seq where the batch is, apart from the events
@@ -1007,6 +1048,7 @@ class ReplaySink:
             self._early.add(expected.seq)
         if expected.type == SpanEnded.TYPE and expected.span_id is not None:
             self._ended.add(expected.span_id)
+            self._starts.pop(_seq_of(expected.span_id), None)  # an ended span is never re-bound
         if self.observer is not None:
             self.observer(expected)
 

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import openai
+import pytest
 from _server import MODEL, SLOW, LLMServer
 
 import agentlog as al
@@ -287,3 +288,47 @@ def test_a_fork_among_spans_alike_opened_in_another_order_writes_each_in_its_spa
         assert len(server.requests) == sent
     finally:
         handle.uninstrument()
+
+
+def _in_turns(server: LLMServer, questions: list[str], order: list[int]) -> Any:
+    """One model call per question, each from a thread of its own, one after another in the
+    order ``order`` gives."""
+    def program(rec: Any) -> list[str]:
+        turns = [threading.Event() for _ in questions]
+
+        def ask(i: int, client: openai.OpenAI) -> str:
+            turns[i].wait(timeout=10)
+            try:
+                return str(client.chat.completions.create(**_ask(questions[i])).id)
+            finally:
+                later = order.index(i) + 1
+                if later < len(order):
+                    turns[order[later]].set()
+
+        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client, \
+                ThreadPoolExecutor(len(questions)) as pool:
+            asked = [pool.submit(contextvars.copy_context().run, ask, i, client) for i in range(len(questions))]
+            turns[order[0]].set()
+            return sorted(future.result() for future in asked)
+    return program
+
+
+def test_a_fork_cut_in_a_call_goes_on_when_a_call_past_the_cut_comes_first(server: LLMServer,
+                                                                            store: Any) -> None:
+    """A fork cut in the first recorded call (at its request) whose program makes the calls
+    the parent made past the cut first: those go past the cut, served from the parent, while
+    the first call still replays up to the cut; a call the parent never made still fails the
+    fork at once, with no request sent."""
+    questions = ["first", "second", "third"]
+    run = al.record(_in_turns(server, questions, [0, 1, 2]), store=store, name="turns")
+    sent = len(server.requests)
+    [cut, *_] = [e.seq for e in run.iter_events() if e.type == "http.request"]
+
+    forked = al.fork(run, cut, program=_in_turns(server, questions, [2, 1, 0]))
+
+    assert forked.status == "finished"
+    assert forked.event(len(forked) - 1).payload["result"] == run.event(len(run) - 1).payload["result"]
+    assert len(server.requests) == sent
+    with pytest.raises(al.errors.DivergenceError, match="fourth"):
+        al.fork(run, cut, program=_in_turns(server, ["first", "second", "fourth"], [2, 1, 0]))
+    assert len(server.requests) == sent
