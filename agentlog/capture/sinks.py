@@ -183,8 +183,10 @@ def _in_span(event: Event, span_id: str) -> bool:
 
 
 def _apart(batch: Sequence[Event], skipped: Sequence[Event]) -> bool:
-    """Whether none of the ``skipped`` events is in a span of ``batch`` or its cause."""
-    spans, causes = {e.span_id for e in batch}, {e.caused_by for e in batch}
+    """Whether none of the ``skipped`` events is in a span of ``batch`` (but those it opens:
+    a span re-bound opens where another's did, after its own events may be) or its cause."""
+    opened = {e.span_id for e in batch if e.type == SpanStarted.TYPE}
+    spans, causes = {e.span_id for e in batch} - opened, {e.caused_by for e in batch}
     return not any(e.span_id in spans or e.seq in causes for e in skipped)
 
 
@@ -770,23 +772,21 @@ class ReplaySink:
             def after() -> Event:
                 return self._emit_after(body, payload, actor=actor, caused_by=caused_by, span_id=span_id, **usage)
 
-            if not self.in_prefix or self._cutting:
-                written = after()
-                self._met((written,))
-                return written
-            program_span = span_id
             if isinstance(body, Body):
                 type_, compared, columns = body.TYPE, body.to_payload(), body.columns()
             else:
                 type_, compared, columns = body, dict(payload or {}), usage
             parent = compared.get(_PARENT) if type_ == SpanStarted.TYPE else None
-            if self._as:  # spans re-bound: compared as the recorded spans they are
-                compared = {**compared, _PARENT: self._rec(parent)} if parent in self._as else compared
-                caused_by, span_id = self._rec_seq(caused_by), self._rec(span_id)
-            actual = Event(seq=self.pos, type=type_, payload=compared, actor=actor, caused_by=caused_by,
-                           span_id=span_id, **{k: v for k, v in columns.items() if v is not None})
-            event = self._compare(actual, after)
-            self._note(type_, program_span, parent, event)
+            if not self.in_prefix or self._cutting:
+                event = after()
+            else:
+                if self._as:  # spans re-bound: compared as the recorded spans they are
+                    compared = {**compared, _PARENT: self._rec(parent)} if parent in self._as else compared
+                actual = Event(seq=self.pos, type=type_, payload=compared, actor=actor,
+                               caused_by=self._rec_seq(caused_by), span_id=self._rec(span_id),
+                               **{k: v for k, v in columns.items() if v is not None})
+                event = self._compare(actual, after)
+            self._note(type_, span_id, parent, event)
             self._met((event,))
             return event
 
@@ -812,6 +812,7 @@ class ReplaySink:
                 self._cut()  # past the prefix: the batch goes to the new run whole, ids taken there
                 written = self.after.emit_many([self._rec_item(item) for item in items], hold=hold, sync=sync)
                 events = [self._observed(event) for event in written]
+                self._note_batch(items, events)
                 if self.in_prefix:  # a flow gone past the cut: so are the spans it opens
                     self._past.update(str(e.span_id) for e in events if e.type == SpanStarted.TYPE)
             elif events is not None:
@@ -1014,7 +1015,8 @@ class ReplaySink:
             content = self._content(event)
             if content.span_id is None or content.type != actual.type:
                 continue
-            if any(e.span_id == content.span_id or e.seq == content.caused_by for e in skipped):
+            opens = content.type == SpanStarted.TYPE  # a span's own events may be before its start re-bound
+            if any((e.span_id == content.span_id and not opens) or e.seq == content.caused_by for e in skipped):
                 continue
             if matches(content):
                 return event

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -201,6 +202,28 @@ def test_instrumented_calls_from_a_plain_thread_pool_replay_strictly(server: LLM
     assert len(server.requests) == sent
 
 
+def _taking_turns(server: LLMServer, order: list[int], step: Any) -> list[str]:
+    """``step(i, client, done)`` for each ``i`` of ``order``, each in a thread of its own (a
+    copy of the caller's context), each begun when the one before it in ``order`` calls
+    ``done()``; their results, sorted."""
+    turns = [threading.Event() for _ in order]
+
+    def turn(i: int, client: openai.OpenAI) -> str:
+        turns[i].wait(timeout=10)
+
+        def done() -> None:
+            later = order.index(i) + 1
+            if later < len(order):
+                turns[order[later]].set()
+        return str(step(i, client, done))
+
+    with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client, \
+            ThreadPoolExecutor(len(order)) as pool:
+        asked = [pool.submit(contextvars.copy_context().run, turn, i, client) for i in range(len(order))]
+        turns[order[0]].set()
+        return sorted(future.result() for future in asked)
+
+
 def _branches(server: LLMServer, questions: list[str], order: list[int]) -> Any:
     """One tracer's spans alike ("branch", no attributes), one per question, each opened in a
     thread of its own under one parent span, in the order ``order`` gives; once all are open,
@@ -209,24 +232,16 @@ def _branches(server: LLMServer, questions: list[str], order: list[int]) -> Any:
 
     def program(rec: Any) -> list[str]:
         tracer = trace.get_tracer("test.branches")
-        turns = [threading.Event() for _ in questions]
         all_open = threading.Barrier(len(questions))
 
-        def branch(i: int, client: openai.OpenAI) -> str:
-            turns[i].wait(timeout=10)
+        def branch(i: int, client: openai.OpenAI, done: Any) -> str:
             with tracer.start_as_current_span("branch"):
-                later = order.index(i) + 1
-                if later < len(order):
-                    turns[order[later]].set()
+                done()
                 all_open.wait(timeout=10)
                 return str(client.chat.completions.create(**_ask(questions[i])).id)
 
-        with tracer.start_as_current_span("fan-out"), \
-                openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client, \
-                ThreadPoolExecutor(len(questions)) as pool:
-            asked = [pool.submit(contextvars.copy_context().run, branch, i, client) for i in range(len(questions))]
-            turns[order[0]].set()
-            return sorted(future.result() for future in asked)
+        with tracer.start_as_current_span("fan-out"):
+            return _taking_turns(server, order, branch)
     return program
 
 
@@ -249,7 +264,7 @@ def test_spans_alike_opened_in_another_order_are_told_apart_by_what_they_do(serv
             assert replayed.ok, f"{order}: {replayed.divergence}"
         assert len(server.requests) == sent
         changed = al.replay(_branches(server, ["first", "second", "fourth"], [2, 1, 0]), run)
-        assert not changed.ok and "fourth" in str(changed.divergence)
+        assert not changed.ok  # where it is told depends on which branch asks first
     finally:
         handle.uninstrument()
 
@@ -293,24 +308,12 @@ def test_a_fork_among_spans_alike_opened_in_another_order_writes_each_in_its_spa
 def _in_turns(server: LLMServer, questions: list[str], order: list[int]) -> Any:
     """One model call per question, each from a thread of its own, one after another in the
     order ``order`` gives."""
-    def program(rec: Any) -> list[str]:
-        turns = [threading.Event() for _ in questions]
-
-        def ask(i: int, client: openai.OpenAI) -> str:
-            turns[i].wait(timeout=10)
-            try:
-                return str(client.chat.completions.create(**_ask(questions[i])).id)
-            finally:
-                later = order.index(i) + 1
-                if later < len(order):
-                    turns[order[later]].set()
-
-        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client, \
-                ThreadPoolExecutor(len(questions)) as pool:
-            asked = [pool.submit(contextvars.copy_context().run, ask, i, client) for i in range(len(questions))]
-            turns[order[0]].set()
-            return sorted(future.result() for future in asked)
-    return program
+    def ask(i: int, client: openai.OpenAI, done: Any) -> str:
+        try:
+            return str(client.chat.completions.create(**_ask(questions[i])).id)
+        finally:
+            done()
+    return lambda rec: _taking_turns(server, order, ask)
 
 
 def test_a_fork_cut_in_a_call_goes_on_when_a_call_past_the_cut_comes_first(server: LLMServer,
@@ -332,3 +335,89 @@ def test_a_fork_cut_in_a_call_goes_on_when_a_call_past_the_cut_comes_first(serve
     with pytest.raises(al.errors.DivergenceError, match="fourth"):
         al.fork(run, cut, program=_in_turns(server, ["first", "second", "fourth"], [2, 1, 0]))
     assert len(server.requests) == sent
+
+
+Schedule = list[tuple[int, str]]
+
+
+def _nested(server: LLMServer, questions: list[str], schedule: Schedule) -> Any:
+    """LangGraph's shape with its steps in an order of our choosing: one branch per question,
+    each a tracer's span "ask" (no attributes) with a span "chat" under it and a model call
+    under that, each in a thread of its own; ``schedule`` orders every branch's three steps
+    (``(branch, "ask" | "chat" | "call")``), a step begun when the one before it is done."""
+    from opentelemetry import trace
+
+    def program(rec: Any) -> list[str]:
+        tracer = trace.get_tracer("test.nested")
+        turns = [threading.Event() for _ in schedule]
+
+        def branch(b: int, client: openai.OpenAI) -> str:
+            mine = iter([i for i, (which, _) in enumerate(schedule) if which == b])
+
+            def step() -> int:
+                i = next(mine)
+                turns[i].wait(timeout=10)
+                return i
+
+            def done(i: int) -> None:
+                if i + 1 < len(schedule):
+                    turns[i + 1].set()
+
+            asked = step()
+            with tracer.start_as_current_span("ask"):
+                done(asked)
+                chatted = step()
+                with tracer.start_as_current_span("chat"):
+                    done(chatted)
+                    called = step()
+                    try:
+                        return str(client.chat.completions.create(**_ask(questions[b])).id)
+                    finally:
+                        done(called)
+
+        with tracer.start_as_current_span("graph"), \
+                openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client, \
+                ThreadPoolExecutor(len(questions)) as pool:
+            asked = [pool.submit(contextvars.copy_context().run, branch, b, client) for b in range(len(questions))]
+            turns[0].set()
+            return sorted(future.result() for future in asked)
+    return program
+
+
+def _schedule(rng: random.Random, branches: int) -> Schedule:
+    left = {b: ["ask", "chat", "call"] for b in range(branches)}
+    out: Schedule = []
+    while any(left.values()):
+        b = rng.choice([b for b, steps in left.items() if steps])
+        out.append((b, left[b].pop(0)))
+    return out
+
+
+# found by running random schedules: a branch's spans re-bound open after its own events' place
+FOUND: list[tuple[Schedule, Schedule]] = [
+    ([(0, "ask"), (0, "chat"), (1, "ask"), (0, "call"), (1, "chat"), (1, "call")],
+     [(1, "ask"), (1, "chat"), (1, "call"), (0, "ask"), (0, "chat"), (0, "call")]),
+    ([(1, "ask"), (1, "chat"), (0, "ask"), (0, "chat"), (1, "call"), (0, "call")],
+     [(0, "ask"), (0, "chat"), (1, "ask"), (0, "call"), (1, "chat"), (1, "call")]),
+]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_nested_spans_alike_replay_strictly_in_any_interleaving(server: LLMServer, store: Any, seed: int) -> None:
+    """Branches of nested spans alike (ask > chat > call), recorded in one interleaving of
+    their steps and replayed in others (the ones :data:`FOUND` and random ones): every replay
+    is strict, with no request."""
+    rng = random.Random(seed)
+    branches = 2 + seed % 2
+    questions = [f"q{b}" for b in range(branches)]
+    handle = al.instrument(instrumentors=[])
+    try:
+        pairs = FOUND if seed == 0 else [(_schedule(rng, branches), _schedule(rng, branches)) for _ in range(3)]
+        for recorded, replayed_in in pairs:
+            run = al.record(_nested(server, questions, recorded), store=store, name="nested")
+            sent = len(server.requests)
+            replayed = al.replay(_nested(server, questions, replayed_in), run)
+            assert replayed.ok, f"{recorded} then {replayed_in}: {replayed.divergence}"
+            assert len(server.requests) == sent
+    finally:
+        handle.uninstrument()
