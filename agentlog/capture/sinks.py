@@ -39,10 +39,13 @@ from ..events import (
     BUDGET_SET,
     ERROR,
     FORK_STARTED,
+    HTTP_REQUEST,
     HTTP_RESPONSE,
+    LLM_REQUEST,
     LLM_RESPONSE,
     RANDOM_VALUE,
     TIME_NOW,
+    TOOL_CALL,
     TOOL_RESULT,
     UUID_NEW,
     BlobRef,
@@ -146,6 +149,7 @@ def _seen_only(expected: Event, actual: Event) -> bool:
 
 
 _PARENT: Final = SpanStarted.K.parent
+_REQUESTS: Final = frozenset({LLM_REQUEST, TOOL_CALL, HTTP_REQUEST})
 _OTEL: Final = SpanStarted.K.otel
 _ATTRIBUTES: Final = SpanStarted.K.attributes
 
@@ -188,6 +192,19 @@ def _apart(batch: Sequence[Event], skipped: Sequence[Event]) -> bool:
     opened = {e.span_id for e in batch if e.type == SpanStarted.TYPE}
     spans, causes = {e.span_id for e in batch} - opened, {e.caused_by for e in batch}
     return not any(e.span_id in spans or e.seq in causes for e in skipped)
+
+
+def _after_part(item: Emit, part: Sequence[Event]) -> Emit:
+    """An item of a batch past the fork's cut, its span and cause named by the events of the
+    batch's ``part`` before the cut where it points into it, its indexes moved past them."""
+    n = len(part)
+    span_id, span_item, caused_by, caused_by_item = item.span_id, item.span_item, item.caused_by, item.caused_by_item
+    if span_item is not None:
+        span_id, span_item = (f"s{part[span_item].seq}", None) if span_item < n else (span_id, span_item - n)
+    if caused_by_item is not None:
+        caused_by, caused_by_item = (part[caused_by_item].seq, None) if caused_by_item < n \
+            else (caused_by, caused_by_item - n)
+    return item._replace(span_id=span_id, span_item=span_item, caused_by=caused_by, caused_by_item=caused_by_item)
 
 
 def _seq_of(span_id: str) -> int:
@@ -296,6 +313,8 @@ class ResponseCache:
     def __init__(self, events: Iterable[Event]) -> None:
         self._events: Iterator[Event] | None = iter(events)
         self._answers: dict[tuple[str, str], deque[Event]] = defaultdict(deque)
+        self._parents: dict[str, Any] = {}  # span -> the span it opened under
+        self._asked_under: dict[str, Any] = {}  # a call's key -> the span its own span opened under
         # calls answered at once from several threads (a parallel run's branches) read the
         # events one at a time: the iterator cannot be advanced from two threads
         self._lock = threading.RLock()
@@ -305,13 +324,17 @@ class ResponseCache:
         events = self._events
         if events is None:
             return
-        answers = self._answers
+        answers, parents, asked = self._answers, self._parents, self._asked_under
         for event in events:
             if event.type in RESPONSE_TYPES:
                 found = answer_kind(event)
                 answers[found].append(event)
                 if found == until:
                     return
+            elif event.type == SpanStarted.TYPE:
+                parents[f"s{event.seq}"] = event.payload.get(_PARENT)
+            elif event.type in _REQUESTS and event.span_id in parents:
+                asked.setdefault(str(event.payload.get(_KEY)), parents[event.span_id])
         self._events = None
 
     def _index(self) -> dict[tuple[str, str], deque[Event]]:
@@ -323,6 +346,14 @@ class ResponseCache:
         events to the end, once)."""
         with self._lock:
             return any(queue for (_, held), queue in self._index().items() if held == key)
+
+    def asked_under(self, key: str) -> str | None:
+        """The span under which the span of the first call with this key was opened (reads
+        the events to the end, once)."""
+        with self._lock:
+            self._read()
+            under = self._asked_under.get(key)
+            return under if isinstance(under, str) else None
 
     def take(self, kind: str, key: str) -> Event | None:
         """Pop the next recorded answer for this call, or ``None`` when there is none."""
@@ -701,11 +732,11 @@ class ReplaySink:
             else:
                 self._as[program], self._of[recorded] = recorded, program
 
-    def _rebound(self, items: Sequence[Emit], *, exact: bool = False) -> list[Event] | None:
+    def _rebound(self, items: Sequence[Emit], *, exact: bool = False, across: bool = False) -> list[Event] | None:
         """The recorded events a batch opening a span is once spans alike are re-bound (see
         above): a later span.started like its first item's under a parent alike to its own,
-        followed by the rest (``exact``: a tracer's attributes too); ``None`` when there is
-        none."""
+        followed by the rest (``exact``: a tracer's attributes too; ``across``: only where a
+        fork's cut falls in the batch, the part before it); ``None`` when there is none."""
         body = items[0].body
         if not (items[0].span_item == 0 and isinstance(body, SpanStarted) and body.parent is not None):
             return None
@@ -714,14 +745,15 @@ class ReplaySink:
         assert first is not None and have is not None
         for event, skipped in itertools.chain([(first, [])], self._later()):
             want = event.payload.get(_PARENT) if event.type == SpanStarted.TYPE else None
-            if want is None or want == have or event.span_id in self._as or event.seq + len(items) > self.prefix:
+            cut = self.prefix - event.seq
+            if want is None or want == have or event.span_id in self._as or (cut < len(items)) != across:
                 continue
             swaps = self._swaps(have, str(want))
             if swaps is None:
                 continue
             kept = dict(self._as), dict(self._of)
             self._bind(swaps)
-            found = self._batch_at(items, event.seq, None)
+            found = self._batch_at(items[:cut] if across else items, event.seq, None)
             if found is not None and (found[1] or not exact) and self._apart(found[0], skipped):
                 return found[0]
             self._as, self._of = kept
@@ -806,7 +838,11 @@ class ReplaySink:
         with self.lock:
             named, run_id = self.next_seq, self.run_id  # read before a recorded fork.started is passed
             events = self._batch(items) if items else None
-            if events is None and items and self.after is not None and \
+            part = self._cut_in(items) if events is None and items and self.after is not None and self.in_prefix \
+                else None
+            if part is not None:
+                events = self._across(items, part, hold=hold, sync=sync)
+            elif events is None and items and self.after is not None and \
                     (not self.in_prefix or self._gone_past(self._rec(_opened_in(items[0])))
                      or self._elsewhere(items)):
                 self._cut()  # past the prefix: the batch goes to the new run whole, ids taken there
@@ -872,13 +908,56 @@ class ReplaySink:
         first = self._peek()
         if first is None:
             return False
-        if first.seq + len(items) > self.prefix and \
-                self._batch_at(items[:self.prefix - first.seq], first.seq, self._prev) is not None:
-            return False
+        self._bind_as_past(items, cache)
         if self._went_past is None:
             body = items[0].body
             self._went_past = Event(seq=first.seq, type=body.TYPE, payload=body.to_payload(), actor=items[0].actor)
         return True
+
+    def _cut_in(self, items: Sequence[Emit]) -> list[Event] | None:
+        """The recorded events of a batch's part before a fork's cut when the cut falls in the
+        batch: the last events of the prefix not yet matched, as they are or once spans alike
+        are re-bound (the swaps kept); else ``None``."""
+        first = self._peek()
+        if first is None:
+            return None
+        type_ = items[0].body.TYPE
+        for event, skipped in itertools.chain([(first, [])], self._later()):
+            cut = self.prefix - event.seq
+            if cut >= len(items) or event.type != type_:
+                continue
+            found = self._batch_at(items[:cut], event.seq, self._prev if event is first else None)
+            if found is not None and self._apart(found[0], skipped):
+                return found[0]
+        return self._rebound(items, across=True)
+
+    def _across(self, items: Sequence[Emit], part: list[Event], *, hold: bool, sync: bool) -> list[Event]:
+        """A batch the fork's cut falls in: ``part``, its events before the cut, taken from the
+        log; the rest written past the cut, naming the spans and causes ``part`` has."""
+        for event in part:
+            self._accept(event)
+        n = len(part)
+        self._note_batch(items[:n], part)
+        rest = [_after_part(item, part) for item in items[n:]]
+        self._cut()
+        assert self.after is not None
+        written = [self._observed(e) for e in
+                   self.after.emit_many([self._rec_item(item) for item in rest], hold=hold, sync=sync)]
+        self._note_batch(rest, written)
+        self._past.update(str(self._rec(f"s{e.seq}")) for e in part if e.type == SpanStarted.TYPE)
+        return [*part, *written]
+
+    def _bind_as_past(self, items: Sequence[Emit], cache: ResponseCache) -> None:
+        """Before a call goes past the cut: re-bind the spans it opens under to the ones the
+        parent asked it under, when those are spans alike that have done nothing else yet."""
+        body = items[0].body
+        keys = [key for item in items if isinstance(key := getattr(item.body, "key", None), str)]
+        want = cache.asked_under(keys[0]) if keys else None
+        have = self._rec(body.parent) if isinstance(body, SpanStarted) else None
+        if want is not None and have is not None and want != have and _seq_of(want) in self._starts:
+            swaps = self._swaps(have, want)
+            if swaps is not None:
+                self._bind(swaps)
 
     def left_behind(self) -> Divergence | None:
         """When the program has finished: the first recorded event before a fork's cut it did

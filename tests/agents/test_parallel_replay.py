@@ -421,3 +421,46 @@ def test_nested_spans_alike_replay_strictly_in_any_interleaving(server: LLMServe
             assert len(server.requests) == sent
     finally:
         handle.uninstrument()
+
+
+def _nested_well(run: Any, branches: int) -> None:
+    """Each model call of ``run`` in a span of its own under a "chat" under an "ask", one
+    call each, every span ended once."""
+    events = list(run.iter_events())
+    started = {e.span_id: e for e in events if e.type == "span.started"}
+    assert sorted(e.span_id for e in events if e.type == "span.ended") == sorted(started), run.id
+    chats = [started[e.span_id].payload["parent"] for e in events if e.type == "llm.response"]
+    asks = [started[chat].payload["parent"] for chat in chats]
+    assert [started[c].payload["name"] for c in chats] == ["chat"] * branches and len(set(chats)) == branches
+    assert [started[a].payload["name"] for a in asks] == ["ask"] * branches and len(set(asks)) == branches
+
+
+@pytest.mark.parametrize(("recorded", "forked_in", "cut_at"), [
+    # the cut in the first call, whose branch opened its spans after the other's
+    ([(0, "ask"), (1, "ask"), (0, "chat"), (1, "chat"), (1, "call"), (0, "call")],
+     [(1, "ask"), (0, "ask"), (0, "chat"), (1, "chat"), (0, "call"), (1, "call")], ("llm.request", "q0")),
+    # the cut after the first call's request: the other call, all past it, asked first
+    ([(0, "ask"), (0, "chat"), (1, "ask"), (1, "chat"), (0, "call"), (1, "call")],
+     [(1, "ask"), (1, "chat"), (0, "ask"), (0, "chat"), (1, "call"), (0, "call")], ("http.request", None)),
+])
+def test_forks_of_nested_spans_alike_opened_in_another_order(server: LLMServer, store: Any, recorded: Schedule,
+                                                             forked_in: Schedule, cut_at: tuple[str, Any]) -> None:
+    """A fork with no edit of branches of nested spans alike, replayed in another order than
+    recorded, cut in a call: each call is written in its own branch, none goes out."""
+    questions = ["q0", "q1"]
+    handle = al.instrument(instrumentors=[])
+    try:
+        run = al.record(_nested(server, questions, recorded), store=store, name="nested")
+        kind, question = cut_at
+        cut = next(e.seq for e in run.iter_events() if e.type == kind
+                   and (question is None or e.payload["messages"][-1]["content"] == question))
+        sent = len(server.requests)
+
+        forked = al.fork(run, cut, program=_nested(server, questions, forked_in))
+
+        assert forked.status == "finished"
+        assert forked.event(len(forked) - 1).payload["result"] == run.event(len(run) - 1).payload["result"]
+        _nested_well(forked, len(questions))
+        assert len(server.requests) == sent
+    finally:
+        handle.uninstrument()
