@@ -840,9 +840,9 @@ class ReplaySink:
             events = self._batch(items) if items else None
             part = self._cut_in(items) if events is None and items and self.after is not None and self.in_prefix \
                 else None
-            if part is not None:
+            if part is not None and part[0].seq != self.pos:  # at the next seq: one by one, as ever
                 events = self._across(items, part, hold=hold, sync=sync)
-            elif events is None and items and self.after is not None and \
+            elif events is None and items and self.after is not None and part is None and \
                     (not self.in_prefix or self._gone_past(self._rec(_opened_in(items[0])))
                      or self._elsewhere(items)):
                 self._cut()  # past the prefix: the batch goes to the new run whole, ids taken there
