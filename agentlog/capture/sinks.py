@@ -313,8 +313,8 @@ class ResponseCache:
     def __init__(self, events: Iterable[Event]) -> None:
         self._events: Iterator[Event] | None = iter(events)
         self._answers: dict[tuple[str, str], deque[Event]] = defaultdict(deque)
-        self._parents: dict[str, Any] = {}  # span -> the span it opened under
-        self._asked_under: dict[str, Any] = {}  # a call's key -> the span its own span opened under
+        self._parents: dict[str, str | None] = {}  # span -> the span it opened under
+        self._asked_under: dict[str, str | None] = {}  # a call's key -> the span its own span opened under
         # calls answered at once from several threads (a parallel run's branches) read the
         # events one at a time: the iterator cannot be advanced from two threads
         self._lock = threading.RLock()
@@ -332,7 +332,8 @@ class ResponseCache:
                 if found == until:
                     return
             elif event.type == SpanStarted.TYPE:
-                parents[f"s{event.seq}"] = event.payload.get(_PARENT)
+                parent = event.payload.get(_PARENT)
+                parents[f"s{event.seq}"] = parent if isinstance(parent, str) else None
             elif event.type in _REQUESTS and event.span_id in parents:
                 asked.setdefault(str(event.payload.get(_KEY)), parents[event.span_id])
         self._events = None
@@ -352,8 +353,7 @@ class ResponseCache:
         the events to the end, once)."""
         with self._lock:
             self._read()
-            under = self._asked_under.get(key)
-            return under if isinstance(under, str) else None
+            return self._asked_under.get(key)
 
     def take(self, kind: str, key: str) -> Event | None:
         """Pop the next recorded answer for this call, or ``None`` when there is none."""
@@ -741,19 +741,17 @@ class ReplaySink:
         if not (items[0].span_item == 0 and isinstance(body, SpanStarted) and body.parent is not None):
             return None
         have = self._rec(body.parent)
-        first = self._peek()
-        assert first is not None and have is not None
-        for event, skipped in itertools.chain([(first, [])], self._later()):
-            want = event.payload.get(_PARENT) if event.type == SpanStarted.TYPE else None
-            cut = self.prefix - event.seq
-            if want is None or want == have or event.span_id in self._as or (cut < len(items)) != across:
+        assert have is not None
+        for event, skipped, part in self._places(items, first=True, across=across):
+            want = event.payload.get(_PARENT)
+            if want is None or want == have or event.span_id in self._as:
                 continue
             swaps = self._swaps(have, str(want))
             if swaps is None:
                 continue
             kept = dict(self._as), dict(self._of)
             self._bind(swaps)
-            found = self._batch_at(items[:cut] if across else items, event.seq, None)
+            found = self._batch_at(part, event.seq, None)
             if found is not None and (found[1] or not exact) and self._apart(found[0], skipped):
                 return found[0]
             self._as, self._of = kept
@@ -896,10 +894,9 @@ class ReplaySink:
         """Whether a batch that opens a span for a call and is nowhere in the rest of a fork's
         prefix is a call the parent made past the cut (its answer is there), from a flow
         going past the cut while the flows whose recorded events are still ahead in the
-        prefix replay them (calls made side by side, the cut among them); not when its part
-        before the cut is what the log has at the next seq (a batch the cut falls in). A
-        program that then emits none of those events fails the fork (:meth:`left_behind`);
-        a call the parent did not make is a divergence, at once."""
+        prefix replay them (calls made side by side, the cut among them; a batch the cut falls
+        in is :meth:`_cut_in`'s). A program that then emits none of those events fails the
+        fork (:meth:`left_behind`); a call the parent did not make is a divergence, at once."""
         cache = self.after.cache if self.after is not None else None
         if cache is None or not (items[0].span_item == 0 and isinstance(items[0].body, SpanStarted)):
             return False
@@ -918,15 +915,8 @@ class ReplaySink:
         """The recorded events of a batch's part before a fork's cut when the cut falls in the
         batch: the last events of the prefix not yet matched, as they are or once spans alike
         are re-bound (the swaps kept); else ``None``."""
-        first = self._peek()
-        if first is None:
-            return None
-        type_ = items[0].body.TYPE
-        for event, skipped in itertools.chain([(first, [])], self._later()):
-            cut = self.prefix - event.seq
-            if cut >= len(items) or event.type != type_:
-                continue
-            found = self._batch_at(items[:cut], event.seq, self._prev if event is first else None)
+        for event, skipped, part in self._places(items, first=True, across=True):
+            found = self._batch_at(part, event.seq, self._prev if event.seq == self.pos else None)
             if found is not None and self._apart(found[0], skipped):
                 return found[0]
         return self._rebound(items, across=True)
@@ -971,15 +961,26 @@ class ReplaySink:
     def _later_batch(self, items: Sequence[Emit]) -> tuple[list[Event], bool] | None:
         """:meth:`_batch_at` at the first later seq where the batch is, apart from the events
         before it not yet matched."""
-        body = items[0].body
-        type_ = body.TYPE if isinstance(body, Body) else body
-        for event, skipped in self._later():
-            if event.type != type_ or event.seq + len(items) > self.prefix:
-                continue
+        for event, skipped, _ in self._places(items, first=False, across=False):
             found = self._batch_at(items, event.seq, None)
             if found is not None and self._apart(found[0], skipped):
                 return found
         return None
+
+    def _places(self, items: Sequence[Emit], *, first: bool,
+                across: bool) -> Iterator[tuple[Event, list[Event], Sequence[Emit]]]:
+        """Where among the prefix's events not yet matched the batch ``items`` could be: each
+        recorded event of its first item's type (the next one too when ``first``), the events
+        before it not yet matched, and the items that would lie before a fork's cut from there:
+        all of them, or with ``across`` only a part (the cut falls in the batch)."""
+        head = self._peek()
+        if head is None:
+            return
+        type_ = items[0].body.TYPE
+        for event, skipped in itertools.chain([(head, [])] if first else [], self._later()):
+            cut = self.prefix - event.seq
+            if event.type == type_ and (cut < len(items)) == across:
+                yield event, skipped, items[:cut] if across else items
 
     def _same_attributes(self, items: Sequence[Emit]) -> list[Event] | None:
         """The recorded span opening, among the next :data:`ALIKE_AHEAD` events, that the
