@@ -575,6 +575,7 @@ class ReplaySink:
         self._as: dict[str, str] = {}
         self._of: dict[str, str] = {}
         self._starts: dict[int, Event] = {}  # the recorded span.started events read, by seq, until their span ends
+        self._new_starts: dict[int, Event] = {}  # a fork's span.started written past its cut while in its prefix
         self._firm: set[str] = set()  # program spans with events of their own (not re-bound)
         self._kids: defaultdict[str, list[str]] = defaultdict(list)  # program spans opened under one
         self._place: dict[int, int] = {}  # where the program met each event (place)
@@ -670,7 +671,14 @@ class ReplaySink:
         if not self._as or event.type != SpanStarted.TYPE:
             return event
         span = self._as.get(str(event.span_id))
-        return event if span is None else self._starts.get(int(span[1:]), event)
+        return event if span is None else self._start_of(span) or event
+
+    def _start_of(self, span_id: str) -> Event | None:
+        """The span.started of span ``span_id`` as the sink names spans: a recorded one inside
+        the prefix, else one a fork wrote past its cut (a flow gone past it while others are
+        still replayed), its seq the new run's."""
+        seq = _seq_of(span_id)
+        return (self._starts if seq < self.prefix else self._new_starts).get(seq)
 
     def _note(self, type_: str, span_id: str | None, parent: str | None, event: Event) -> None:
         """What the program's event (matched at ``event``) tells of its spans: a span.started
@@ -692,9 +700,10 @@ class ReplaySink:
         return _apart([self._content(e) for e in batch] if self._as else batch, skipped)
 
     def _opened(self, span_id: str) -> bool:
-        """Whether the program opened span ``span_id`` (its span.started is matched)."""
+        """Whether the program opened span ``span_id`` (its span.started is matched, or
+        written past a fork's cut)."""
         seq = int(span_id[1:])
-        return seq < self.pos or seq in self._early
+        return seq < self.pos or seq in self._early or seq in self._new_starts
 
     def _free(self, span_id: str, below: str | None) -> bool:
         """Whether the program's span ``span_id`` has done nothing yet but open ``below``."""
@@ -710,7 +719,7 @@ class ReplaySink:
         swaps: list[tuple[str, str]] = []
         below: tuple[str | None, str | None] = (None, None)
         while have != want:
-            one, other = self._starts.get(_seq_of(have)), self._starts.get(_seq_of(want))
+            one, other = self._start_of(have), self._start_of(want)
             if one is None or other is None or not _alike(one, other):
                 return None
             mine, theirs = self._of.get(have, have), self._of.get(want, want)
@@ -742,6 +751,8 @@ class ReplaySink:
             return None
         have = self._rec(body.parent)
         assert have is not None
+        if have in self._past and all(isinstance(item.body, SpanStarted) for item in items):
+            return None  # spans alike opened under a flow gone past the cut: no sign it is another's yet
         for event, skipped, part in self._places(items, first=True, across=across):
             want = event.payload.get(_PARENT)
             if want is None or want == have or event.span_id in self._as:
@@ -944,7 +955,8 @@ class ReplaySink:
         keys = [key for item in items if isinstance(key := getattr(item.body, "key", None), str)]
         want = cache.asked_under(keys[0]) if keys else None
         have = self._rec(body.parent) if isinstance(body, SpanStarted) else None
-        if want is not None and have is not None and want != have and _seq_of(want) in self._starts:
+        if want is not None and have is not None and want != have and _seq_of(want) in self._starts \
+                and _seq_of(want) < self.prefix:  # a span of the prefix (past it the new run's are not the parent's)
             swaps = self._swaps(have, want)
             if swaps is not None:
                 self._bind(swaps)
@@ -1169,6 +1181,8 @@ class ReplaySink:
 
     def _observed(self, event: Event) -> Event:
         assert self.after is not None
+        if event.type == SpanStarted.TYPE and self.in_prefix:  # a flow gone past the cut: re-bound yet, maybe
+            self._new_starts[event.seq] = event
         if self.observer is not None and self.after.observer is None:
             self.observer(event)  # the recorder's state goes on past the cut
             self.after.observed(event)
@@ -1251,7 +1265,7 @@ class ReplaySink:
         opened = span_id[1:]
         if not opened.isdigit() or span_id in self._ended or self.prefix - self.pos > LOOKAHEAD:
             return False
-        if int(opened) >= self.pos and int(opened) not in self._early:
+        if not self._opened(self._of.get(span_id, span_id)):
             return False  # not opened yet: its span.started is still to come
         first = self._peek()
         if first is None or any(_in_span(self._content(e), span_id) for e in (first, *(e for e, _ in self._later()))):

@@ -442,18 +442,36 @@ def _nested_well(run: Any, branches: int) -> None:
     # the cut after the first call's request: the other call, all past it, asked first
     ([(0, "ask"), (0, "chat"), (1, "ask"), (1, "chat"), (0, "call"), (1, "call")],
      [(1, "ask"), (1, "chat"), (0, "ask"), (0, "chat"), (1, "call"), (0, "call")], ("http.request", None)),
+    # the cut at the second call's span: the branch opened last is the one whose call is
+    # before the cut (taken first as gone past it, its spans then swapped with a branch's
+    # that opened in the prefix)
+    ([(0, "ask"), (1, "ask"), (0, "chat"), (1, "chat"), (0, "call"), (1, "call"), (2, "ask"), (2, "chat"),
+      (2, "call")],
+     [(1, "ask"), (2, "ask"), (2, "chat"), (0, "ask"), (2, "call"), (1, "chat"), (0, "chat"), (0, "call"),
+      (1, "call")], ("span.started", "q1")),
+    # the cut at the second call's end: its chat, re-bound, ends past the cut
+    ([(0, "ask"), (0, "chat"), (1, "ask"), (1, "chat"), (0, "call"), (1, "call")],
+     [(1, "ask"), (0, "ask"), (1, "chat"), (1, "call"), (0, "chat"), (0, "call")], ("span.ended", "q1")),
+    # the cut at the second call's answer: a branch gone past the cut opens its chat before
+    # the branch whose call the cut falls in (not re-bound to the prefix's chat for it)
+    ([(0, "ask"), (1, "ask"), (0, "chat"), (1, "chat"), (0, "call"), (1, "call"), (2, "ask"), (2, "chat"),
+      (2, "call")],
+     [(0, "ask"), (0, "chat"), (1, "ask"), (2, "ask"), (0, "call"), (2, "chat"), (2, "call"), (1, "chat"),
+      (1, "call")], ("http.response", "q1")),
 ])
 def test_forks_of_nested_spans_alike_opened_in_another_order(server: LLMServer, store: Any, recorded: Schedule,
                                                              forked_in: Schedule, cut_at: tuple[str, Any]) -> None:
     """A fork with no edit of branches of nested spans alike, replayed in another order than
-    recorded, cut in a call: each call is written in its own branch, none goes out."""
-    questions = ["q0", "q1"]
+    recorded, cut in a call: each call is written in its own branch, none goes out (the last
+    three found by running random forks)."""
+    questions = [f"q{b}" for b in range(1 + max(b for b, _ in recorded))]
     handle = al.instrument(instrumentors=[])
     try:
         run = al.record(_nested(server, questions, recorded), store=store, name="nested")
-        kind, question = cut_at
-        cut = next(e.seq for e in run.iter_events() if e.type == kind
-                   and (question is None or e.payload["messages"][-1]["content"] == question))
+        kind, question = cut_at  # the first event of this kind (in the span of this question's call)
+        asked = {e.span_id for e in run.iter_events() if e.type == "llm.request"
+                 and e.payload["messages"][-1]["content"] == question}
+        cut = next(e.seq for e in run.iter_events() if e.type == kind and (question is None or e.span_id in asked))
         sent = len(server.requests)
 
         forked = al.fork(run, cut, program=_nested(server, questions, forked_in))
