@@ -207,6 +207,12 @@ def _after_part(item: Emit, part: Sequence[Event]) -> Emit:
     return item._replace(span_id=span_id, span_item=span_item, caused_by=caused_by, caused_by_item=caused_by_item)
 
 
+def _parent_of(started: Event) -> str | None:
+    """The span a span.started opened its span under."""
+    parent = started.payload.get(_PARENT)
+    return parent if isinstance(parent, str) else None
+
+
 def _seq_of(span_id: str) -> int:
     """The seq a span id ``s<seq>`` names (-1 for another id)."""
     return int(span_id[1:]) if span_id[:1] == "s" and span_id[1:].isdigit() else -1
@@ -313,7 +319,7 @@ class ResponseCache:
     def __init__(self, events: Iterable[Event]) -> None:
         self._events: Iterator[Event] | None = iter(events)
         self._answers: dict[tuple[str, str], deque[Event]] = defaultdict(deque)
-        self._parents: dict[str, str | None] = {}  # span -> the span it opened under
+        self._opened: dict[str, Event] = {}  # span -> its span.started
         self._asked_under: dict[str, str | None] = {}  # a call's key -> the span its own span opened under
         # calls answered at once from several threads (a parallel run's branches) read the
         # events one at a time: the iterator cannot be advanced from two threads
@@ -324,7 +330,7 @@ class ResponseCache:
         events = self._events
         if events is None:
             return
-        answers, parents, asked = self._answers, self._parents, self._asked_under
+        answers, opened, asked = self._answers, self._opened, self._asked_under
         for event in events:
             if event.type in RESPONSE_TYPES:
                 found = answer_kind(event)
@@ -332,10 +338,9 @@ class ResponseCache:
                 if found == until:
                     return
             elif event.type == SpanStarted.TYPE:
-                parent = event.payload.get(_PARENT)
-                parents[f"s{event.seq}"] = parent if isinstance(parent, str) else None
-            elif event.type in _REQUESTS and event.span_id in parents:
-                asked.setdefault(str(event.payload.get(_KEY)), parents[event.span_id])
+                opened[f"s{event.seq}"] = event
+            elif event.type in _REQUESTS and event.span_id in opened:
+                asked.setdefault(str(event.payload.get(_KEY)), _parent_of(opened[event.span_id]))
         self._events = None
 
     def _index(self) -> dict[tuple[str, str], deque[Event]]:
@@ -354,6 +359,11 @@ class ResponseCache:
         with self._lock:
             self._read()
             return self._asked_under.get(key)
+
+    def opened(self, span_id: str) -> Event | None:
+        """The span.started of span ``span_id`` among the events read (``None``: not there)."""
+        with self._lock:
+            return self._opened.get(span_id)
 
     def take(self, kind: str, key: str) -> Event | None:
         """Pop the next recorded answer for this call, or ``None`` when there is none."""
@@ -953,13 +963,35 @@ class ReplaySink:
         parent asked it under, when those are spans alike that have done nothing else yet."""
         body = items[0].body
         keys = [key for item in items if isinstance(key := getattr(item.body, "key", None), str)]
-        want = cache.asked_under(keys[0]) if keys else None
+        asked = cache.asked_under(keys[0]) if keys else None
         have = self._rec(body.parent) if isinstance(body, SpanStarted) else None
-        if want is not None and have is not None and want != have and _seq_of(want) in self._starts \
-                and _seq_of(want) < self.prefix:  # a span of the prefix (past it the new run's are not the parent's)
-            swaps = self._swaps(have, want)
+        if asked is None or have is None:
+            return
+        for want in self._written_as(asked, cache):
+            swaps = None if want == have else self._swaps(have, want)
             if swaps is not None:
                 self._bind(swaps)
+                return
+
+    def _written_as(self, span_id: str, cache: ResponseCache) -> list[str]:
+        """The spans of the fork that the parent's span ``span_id`` may be: itself when it is
+        a span of the prefix; for one the parent opened past the cut, the spans alike to it
+        (and to its parents up to the prefix) that the fork wrote past its cut."""
+        chain: list[Event] = []  # the parent's spans from span_id up to one of the prefix
+        up: str | None = span_id
+        while up is not None and _seq_of(up) >= self.prefix:
+            started = cache.opened(up)
+            if started is None:
+                return []
+            chain.append(started)
+            up = _parent_of(started)
+        if not chain:
+            return [span_id] if _seq_of(span_id) in self._starts else []
+        found: list[str | None] = [up]  # down the chain: the fork's spans alike, each under one found above
+        for theirs in reversed(chain):
+            found = [f"s{e.seq}" for e in self._new_starts.values()
+                     if _parent_of(e) in found and _alike(e, theirs)]
+        return [span for span in found if span is not None]
 
     def left_behind(self) -> Divergence | None:
         """When the program has finished: the first recorded event before a fork's cut it did

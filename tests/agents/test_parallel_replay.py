@@ -458,6 +458,14 @@ def _nested_well(run: Any, branches: int) -> None:
       (2, "call")],
      [(0, "ask"), (0, "chat"), (1, "ask"), (2, "ask"), (0, "call"), (2, "chat"), (2, "call"), (1, "chat"),
       (1, "call")], ("http.response", "q1")),
+    # the cut after the first call: the branch that opened first took the spans of the call
+    # before the cut, and its own call goes past it, swapped with the other's chat written there
+    ([(0, "ask"), (0, "chat"), (1, "ask"), (0, "call"), (1, "chat"), (1, "call")],
+     [(1, "ask"), (1, "chat"), (0, "ask"), (0, "chat"), (1, "call"), (0, "call")], ("span.ended", "q0")),
+    ([(1, "ask"), (1, "chat"), (2, "ask"), (1, "call"), (0, "ask"), (2, "chat"), (2, "call"), (0, "chat"),
+      (0, "call")],
+     [(2, "ask"), (1, "ask"), (2, "chat"), (1, "chat"), (0, "ask"), (2, "call"), (0, "chat"), (0, "call"),
+      (1, "call")], ("span.ended", "q1")),
 ])
 def test_forks_of_nested_spans_alike_opened_in_another_order(server: LLMServer, store: Any, recorded: Schedule,
                                                              forked_in: Schedule, cut_at: tuple[str, Any]) -> None:
