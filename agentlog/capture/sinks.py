@@ -761,8 +761,8 @@ class ReplaySink:
             return None
         have = self._rec(body.parent)
         assert have is not None
-        if have in self._past and all(isinstance(item.body, SpanStarted) for item in items):
-            return None  # spans alike opened under a flow gone past the cut: no sign it is another's yet
+        if all(isinstance(item.body, SpanStarted) for item in items) and self._gone_past(have):
+            return None  # a span opened under a flow gone past the cut: no sign yet that it is another's
         for event, skipped, part in self._places(items, first=True, across=across):
             want = event.payload.get(_PARENT)
             if want is None or want == have or event.span_id in self._as:

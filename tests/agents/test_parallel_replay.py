@@ -466,6 +466,12 @@ def _nested_well(run: Any, branches: int) -> None:
       (0, "call")],
      [(2, "ask"), (1, "ask"), (2, "chat"), (1, "chat"), (0, "ask"), (2, "call"), (0, "chat"), (0, "call"),
       (1, "call")], ("span.ended", "q1")),
+    # the cut in the second call: a chat opened under an ask whose branch goes past the cut
+    # is not re-bound into the prefix on no sign (it took the chat of the branch opened first)
+    ([(1, "ask"), (1, "chat"), (1, "call"), (2, "ask"), (2, "chat"), (0, "ask"), (2, "call"), (0, "chat"),
+      (0, "call")],
+     [(1, "ask"), (2, "ask"), (0, "ask"), (0, "chat"), (2, "chat"), (0, "call"), (1, "chat"), (1, "call"),
+      (2, "call")], ("span.ended", "q2")),
 ])
 def test_forks_of_nested_spans_alike_opened_in_another_order(server: LLMServer, store: Any, recorded: Schedule,
                                                              forked_in: Schedule, cut_at: tuple[str, Any]) -> None:
