@@ -207,6 +207,10 @@ def _after_part(item: Emit, part: Sequence[Event]) -> Emit:
     return item._replace(span_id=span_id, span_item=span_item, caused_by=caused_by, caused_by_item=caused_by_item)
 
 
+_UNSEEN: Final = 1 << 62
+"""The first seq naming a program span that took a start matched for another (a seq no event has)."""
+
+
 def _parent_of(started: Event) -> str | None:
     """The span a span.started opened its span under."""
     parent = started.payload.get(_PARENT)
@@ -586,6 +590,8 @@ class ReplaySink:
         self._of: dict[str, str] = {}
         self._starts: dict[int, Event] = {}  # the recorded span.started events read, by seq, until their span ends
         self._new_starts: dict[int, Event] = {}  # a fork's span.started written past its cut while in its prefix
+        self._orphans: dict[str, Event] = {}  # span.started matched whose program span then went past the cut
+        self._adopted: set[int] = set()  # the seqs naming program spans that took an orphan's start
         self._firm: set[str] = set()  # program spans with events of their own (not re-bound)
         self._kids: defaultdict[str, list[str]] = defaultdict(list)  # program spans opened under one
         self._place: dict[int, int] = {}  # where the program met each event (place)
@@ -713,7 +719,7 @@ class ReplaySink:
         """Whether the program opened span ``span_id`` (its span.started is matched, or
         written past a fork's cut)."""
         seq = int(span_id[1:])
-        return seq < self.pos or seq in self._early or seq in self._new_starts
+        return seq < self.pos or seq in self._early or seq in self._new_starts or seq in self._adopted
 
     def _free(self, span_id: str, below: str | None) -> bool:
         """Whether the program's span ``span_id`` has done nothing yet but open ``below``."""
@@ -721,14 +727,16 @@ class ReplaySink:
             return True
         return span_id not in self._firm and all(kid == below for kid in self._kids.get(span_id, ()))
 
-    def _swaps(self, have: str, want: str) -> list[tuple[str, str]] | None:
+    def _swaps(self, have: str, want: str,
+               below: tuple[str | None, str | None] = (None, None)) -> list[tuple[str, str]] | None:
         """The program spans to re-bind (each to the recorded span paired with it) so that the
         program span bound to recorded ``have`` is ``want``: up their parents until one is
         shared, each pair alike and neither span having done anything yet but open the one
         below; ``None`` when they cannot be."""
         swaps: list[tuple[str, str]] = []
-        below: tuple[str | None, str | None] = (None, None)
         while have != want:
+            if have in self._orphans or want in self._orphans:
+                return None
             one, other = self._start_of(have), self._start_of(want)
             if one is None or other is None or not _alike(one, other):
                 return None
@@ -857,6 +865,10 @@ class ReplaySink:
         with self.lock:
             named, run_id = self.next_seq, self.run_id  # read before a recorded fork.started is passed
             events = self._batch(items) if items else None
+            if events is None and self._orphans and len(items) == 1 and (adopted := self._adopt(items[0])) is not None:
+                if taken is not None:
+                    taken.append(adopted)
+                return [adopted]
             part = self._cut_in(items) if events is None and items and self.after is not None and self.in_prefix \
                 else None
             if part is not None and part[0].seq != self.pos:  # at the next seq: one by one, as ever
@@ -962,8 +974,7 @@ class ReplaySink:
         """Before a call goes past the cut: re-bind the spans it opens under to the ones the
         parent asked it under, when those are spans alike that have done nothing else yet."""
         body = items[0].body
-        keys = [key for item in items if isinstance(key := getattr(item.body, "key", None), str)]
-        asked = cache.asked_under(keys[0]) if keys else None
+        asked = self._asked_under(items)
         have = self._rec(body.parent) if isinstance(body, SpanStarted) else None
         if asked is None or have is None:
             return
@@ -972,6 +983,59 @@ class ReplaySink:
             if swaps is not None:
                 self._bind(swaps)
                 return
+        self._move_past(have, asked, cache)
+
+    def _move_past(self, have: str, asked: str, cache: ResponseCache) -> None:
+        """Before a call goes past the cut from span ``have`` of the prefix, which the parent
+        asked it under a span alike that it opened past the cut (``asked``), under another
+        span of the prefix: the program span bound to ``have``, having done nothing else, is
+        written past the cut under that span (its parents re-bound to it), and ``have``'s start,
+        matched already, is left to the next span alike opened under ``have``'s parent
+        (:meth:`_adopt`)."""
+        mine, theirs = self._start_of(have), cache.opened(asked)
+        if mine is None or theirs is None or not _alike(mine, theirs) or _seq_of(have) >= self.prefix:
+            return
+        up, under = _parent_of(mine), _parent_of(theirs)
+        program = self._of.get(have, have)
+        if under is None or _seq_of(under) >= self.prefix or have in self._orphans \
+                or not (self._opened(program) and self._free(program, None)):
+            return
+        swaps = [] if up == under else None if up is None else self._swaps(up, under, below=(program, None))
+        if swaps is None:
+            return
+        self._bind(swaps)
+        body = body_of(mine)
+        assert isinstance(body, SpanStarted)
+        self._cut()
+        assert self.after is not None
+        [written] = self.after.emit_many([Emit(replace(body, parent=under), mine.actor, inline=True, span_item=0)],
+                                         hold=True, sync=False)
+        self._observed(written)
+        moved = str(written.span_id)
+        self._orphans[have] = mine
+        self._of.pop(have, None)
+        self._bind([(program, moved)])
+        self._past.add(moved)
+
+    def _adopt(self, item: Emit) -> Event | None:
+        """A span opening alike to an orphan's (:meth:`_move_past`) under the same span: it takes
+        that start, matched already, as its own; it is named by a seq no event has."""
+        body = item.body
+        if not (item.span_item == 0 and isinstance(body, SpanStarted) and body.parent is not None):
+            return None
+        under, opened = self._rec(body.parent), _without(body.to_payload(), {_PARENT})
+        for have, start in self._orphans.items():
+            if _parent_of(start) == under and start.actor == item.actor and _without(start.payload, {_PARENT}) == opened:
+                del self._orphans[have]
+                seq = _UNSEEN + len(self._adopted)
+                self._adopted.add(seq)
+                self._bind([(f"s{seq}", have)])
+                self._last += 1
+                self._place[seq] = self._last
+                event = replace(start, seq=seq, span_id=f"s{seq}")
+                self._note(SpanStarted.TYPE, None, body.parent, event)
+                return event
+        return None
 
     def _written_as(self, span_id: str, cache: ResponseCache) -> list[str]:
         """The spans of the fork that the parent's span ``span_id`` may be: itself when it is
@@ -1016,15 +1080,36 @@ class ReplaySink:
         """Where among the prefix's events not yet matched the batch ``items`` could be: each
         recorded event of its first item's type (the next one too when ``first``), the events
         before it not yet matched, and the items that would lie before a fork's cut from there:
-        all of them, or with ``across`` only a part (the cut falls in the batch)."""
+        all of them, or with ``across`` only a part (the cut falls in the batch), unless the
+        parent made this call past the cut under another span that the fork can open it under
+        too (:meth:`_asked_under`, :meth:`_move_past`)."""
         head = self._peek()
         if head is None:
             return
         type_ = items[0].body.TYPE
+        asked = self._asked_within(items) if across else None
         for event, skipped in itertools.chain([(head, [])] if first else [], self._later()):
             cut = self.prefix - event.seq
-            if event.type == type_ and (cut < len(items)) == across:
+            if event.type == type_ and (cut < len(items)) == across and (asked is None or asked == _parent_of(event)):
                 yield event, skipped, items[:cut] if across else items
+
+    def _asked_under(self, items: Sequence[Emit]) -> str | None:
+        """The span the parent opened the span of the call in ``items`` under, when it made
+        that call past the cut (from its tail), else ``None``."""
+        cache = self.after.cache if self.after is not None else None
+        key = next((key for item in items if isinstance(key := getattr(item.body, "key", None), str)), None)
+        return None if cache is None or key is None else cache.asked_under(key)
+
+    def _asked_within(self, items: Sequence[Emit]) -> str | None:
+        """:meth:`_asked_under`, when the fork can open the call there too: a span of the
+        prefix, or one the parent opened past the cut right under a span of the prefix."""
+        asked = self._asked_under(items)
+        if asked is None or _seq_of(asked) < self.prefix:
+            return asked
+        cache = self.after.cache if self.after is not None else None
+        started = cache.opened(asked) if cache is not None else None
+        up = None if started is None else _parent_of(started)
+        return asked if up is not None and _seq_of(up) < self.prefix else None
 
     def _same_attributes(self, items: Sequence[Emit]) -> list[Event] | None:
         """The recorded span opening, among the next :data:`ALIKE_AHEAD` events, that the

@@ -472,6 +472,15 @@ def _nested_well(run: Any, branches: int) -> None:
       (0, "call")],
      [(1, "ask"), (2, "ask"), (0, "ask"), (0, "chat"), (2, "chat"), (0, "call"), (1, "chat"), (1, "call"),
       (2, "call")], ("span.ended", "q2")),
+    # the cut after the first call: the branch recorded second opens its spans first, and
+    # takes the ask and chat of the first; its call, past the cut, moves its chat there, and
+    # the other branch's chat takes the start its chat had matched
+    ([(0, "ask"), (1, "ask"), (0, "chat"), (0, "call"), (1, "chat"), (1, "call")],
+     [(1, "ask"), (1, "chat"), (1, "call"), (0, "ask"), (0, "chat"), (0, "call")], ("span.ended", "q0")),
+    ([(1, "ask"), (1, "chat"), (1, "call"), (2, "ask"), (2, "chat"), (0, "ask"), (2, "call"), (0, "chat"),
+      (0, "call")],
+     [(0, "ask"), (2, "ask"), (0, "chat"), (2, "chat"), (0, "call"), (2, "call"), (1, "ask"), (1, "chat"),
+      (1, "call")], ("span.started", "q2")),
 ])
 def test_forks_of_nested_spans_alike_opened_in_another_order(server: LLMServer, store: Any, recorded: Schedule,
                                                              forked_in: Schedule, cut_at: tuple[str, Any]) -> None:
