@@ -21,17 +21,32 @@ PROGRAM_HELP = ("The program: MODULE:CALLABLE (a callable taking a recorder, or 
 
 
 def _run_program(what: str, call: Callable[[], T]) -> T:
-    """``call()``; an exception the program raised becomes exit 5, naming the run it was recorded as."""
-    from ..errors import AgentlogError
+    """``call()``; an exception the program raised becomes exit 5, naming the run it was recorded as.
+
+    A model call or tool of the program that failed (:class:`~agentlog.LLMCallError`,
+    :class:`~agentlog.ToolError`: the recorder's wrapping of what the program's own call raised,
+    or of the failure recorded there) is the program raising too, named with the seq it was
+    recorded at."""
+    from ..capture.recorder import LLMCallError
+    from ..errors import AgentlogError, ToolError
 
     try:
         return call()
+    except LLMCallError as exc:
+        raised = f"{exc.error} in its model call at seq {exc.seq}"
+        error: BaseException = exc
+    except ToolError as exc:
+        raised = f"{exc.error} in tool {exc.name!r} at seq {exc.seq}"
+        error = exc
     except (AgentlogError, CLIError, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - the user's program raised
-        notes = "; ".join(agentlog_notes(exc))
-        fail(ExitCode.PROGRAM, f"{what}: the program raised {type(exc).__name__}: {exc}"
-                               + (f" ({notes})" if notes else ""))
+        raised = f"{type(exc).__name__}: {exc}"
+        error = exc
+    notes = "; ".join(agentlog_notes(error))
+    # from error: --debug shows where in the program it was raised
+    raise CLIError(ExitCode.PROGRAM, f"{what}: the program raised {raised}"
+                                     + (f" ({notes})" if notes else "")) from error
 
 
 @cli.command("replay")

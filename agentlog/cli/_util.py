@@ -216,7 +216,8 @@ def report_error(exc: BaseException) -> int:
     elif isinstance(exc, CLIError):
         message = exc.message
     elif code is ExitCode.INTERNAL:
-        message = (f"unexpected {type(exc).__name__}: {exc}; run again with --debug for the traceback")
+        hint = "" if options.debug else "; run again with --debug for the traceback"  # printed above
+        message = f"unexpected {type(exc).__name__}: {exc}{hint}"
     elif isinstance(exc, FileNotFoundError) and exc.filename:
         message = f"{exc.filename}: no such file"
     elif isinstance(exc, OSError) and exc.filename and exc.strerror:

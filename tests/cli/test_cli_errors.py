@@ -135,3 +135,79 @@ def test_one_number_format_for_the_cli_and_the_report() -> None:
     assert [fmt_num(v) for v in (2874.0, 0.000864, 0.0)] == ["2,874", "0.000864", "0"]
     assert [fmt_num(v, sign=True) for v in (-2874.0, 0.5, -0.0)] == ["-2,874", "+0.5", "0"]
     assert fmt_num(float("nan")) == "–"
+
+
+def test_a_fork_whose_model_call_raises_is_exit_5_naming_the_seq(cli: Cli, samples: Path, tmp_path: Path) -> None:
+    parent = al.Store(samples).run("sre-0001")
+    # the orders-db CPU reading after the cut, served without its value: the sre model reads it
+    cpu = next(e for e in parent.iter_events()
+               if e.type == "tool.result" and e.seq > 26 and e.payload["result"].get("metric") == "cpu")
+    edit = tmp_path / "e.json"
+    edit.write_text(json.dumps({"kind": "tool_result", "seq": cpu.seq,
+                                "result": {k: v for k, v in cpu.payload["result"].items() if k != "value"}}))
+    for run_id, debug in (("no-value", ()), ("no-value-debug", ("--debug",))):
+        out = cli("--store", samples, *debug, "fork", "sre-0001", "--at", "26", "--program", "example:sre",
+                  "--edit", edit, "--run-id", run_id)
+        assert out.returncode == 5, out.stderr
+        failed = next(e for e in al.Store(samples).run(run_id).iter_events() if e.type == "error")
+        assert out.stderr.splitlines()[-1] == (
+            f"agentlog: error: fork of run sre-0001 at seq 26: the program raised {failed.payload['error']} "
+            f"in its model call at seq {failed.seq} (fork recorded as run {run_id})")
+        assert ("Traceback" in out.stderr) == bool(debug)
+        assert ("examples/sre.py" in out.stderr) == bool(debug)  # where the program raised
+
+
+PROGRAM = '''
+def _cpu(name):
+    return 0.93
+
+
+def _no_limit(name, strict):
+    raise LookupError(f"no limit for {name}")
+
+
+def recorded(rec):
+    cpu = rec.tool("get_metric", {"name": "cpu"}, _cpu)
+    return cpu > rec.tool("get_limit", {"name": "cpu"}, lambda name: 0.8)
+
+
+def broken(rec):  # asks another limit than the recorded run: sent live, and it raises
+    cpu = rec.tool("get_metric", {"name": "cpu"}, _cpu)
+    return cpu > rec.tool("get_limit", {"name": "cpu", "strict": True}, _no_limit)
+'''
+
+
+def test_a_fork_whose_tool_raises_is_exit_5_naming_the_tool_and_seq(cli: Cli, samples: Path,
+                                                                    tmp_path: Path) -> None:
+    import importlib.util
+
+    (tmp_path / "limits.py").write_text(PROGRAM)
+    spec = importlib.util.spec_from_file_location("limits", tmp_path / "limits.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    parent = al.record(module.recorded, store=samples, name="limits")
+    at = next(e.seq for e in parent.iter_events() if e.type == "tool.result")
+    out = cli("--store", samples, "fork", parent.id, "--at", at, "--program", "limits:broken",
+              "--run-id", "no-limit", cwd=tmp_path)
+    assert out.returncode == 5, out.stderr
+    failed = next(e for e in al.Store(samples).run("no-limit").iter_events()
+                  if e.type in ("error", "tool.result") and e.payload.get("error"))
+    assert _error_line(out.stderr) == (
+        f"agentlog: error: fork of run {parent.id} at seq {at}: the program raised "
+        f"{failed.payload['error']} in tool 'get_limit' at seq {failed.seq} (fork recorded as run no-limit)")
+
+
+def test_the_debug_hint_is_left_out_with_debug(monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError as exc:
+        error = exc  # with a traceback to print
+    for debug in (False, True):
+        monkeypatch.setattr(_util.options, "debug", debug)
+        assert _util.report_error(error) == _util.ExitCode.INTERNAL
+        err = capsys.readouterr().err
+        hint = "; run again with --debug for the traceback"
+        assert err.splitlines()[-1] == "agentlog: error: unexpected RuntimeError: boom" + ("" if debug else hint)
+        assert ("Traceback" in err) == debug
