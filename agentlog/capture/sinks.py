@@ -876,6 +876,8 @@ class ReplaySink:
             elif events is None and items and self.after is not None and part is None and \
                     (not self.in_prefix or self._gone_past(self._rec(_opened_in(items[0])))
                      or self._elsewhere(items)):
+                if self.in_prefix:
+                    self._bind_as_past(items)
                 self._cut()  # past the prefix: the batch goes to the new run whole, ids taken there
                 written = self.after.emit_many([self._rec_item(item) for item in items], hold=hold, sync=sync)
                 events = [self._observed(event) for event in written]
@@ -938,7 +940,6 @@ class ReplaySink:
         first = self._peek()
         if first is None:
             return False
-        self._bind_as_past(items, cache)
         if self._went_past is None:
             body = items[0].body
             self._went_past = Event(seq=first.seq, type=body.TYPE, payload=body.to_payload(), actor=items[0].actor)
@@ -970,13 +971,14 @@ class ReplaySink:
         self._past.update(str(self._rec(f"s{e.seq}")) for e in part if e.type == SpanStarted.TYPE)
         return [*part, *written]
 
-    def _bind_as_past(self, items: Sequence[Emit], cache: ResponseCache) -> None:
+    def _bind_as_past(self, items: Sequence[Emit]) -> None:
         """Before a call goes past the cut: re-bind the spans it opens under to the ones the
         parent asked it under, when those are spans alike that have done nothing else yet."""
         body = items[0].body
         asked = self._asked_under(items)
         have = self._rec(body.parent) if isinstance(body, SpanStarted) else None
-        if asked is None or have is None:
+        cache = self.after.cache if self.after is not None else None
+        if asked is None or have is None or cache is None:
             return
         for want in self._written_as(asked, cache):
             swaps = None if want == have else self._swaps(have, want)

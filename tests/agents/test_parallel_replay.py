@@ -481,6 +481,12 @@ def _nested_well(run: Any, branches: int) -> None:
       (0, "call")],
      [(0, "ask"), (2, "ask"), (0, "chat"), (2, "chat"), (0, "call"), (2, "call"), (1, "ask"), (1, "chat"),
       (1, "call")], ("span.started", "q2")),
+    # the cut in the first call: a branch whose spans all took another's goes past the cut
+    # re-bound as the parent asked its call, so the others can still match theirs
+    ([(1, "ask"), (2, "ask"), (2, "chat"), (1, "chat"), (0, "ask"), (1, "call"), (0, "chat"), (2, "call"),
+      (0, "call")],
+     [(2, "ask"), (0, "ask"), (1, "ask"), (0, "chat"), (0, "call"), (2, "chat"), (1, "chat"), (2, "call"),
+      (1, "call")], ("http.request", "q1")),
 ])
 def test_forks_of_nested_spans_alike_opened_in_another_order(server: LLMServer, store: Any, recorded: Schedule,
                                                              forked_in: Schedule, cut_at: tuple[str, Any]) -> None:
