@@ -46,7 +46,8 @@ def cli(quiet: bool, debug: bool) -> None:
       1    a check failed: verify found a problem, diff found differences,
            a strict replay diverged
       2    usage error or bad input: an option, a file, an edit file,
-           an ambiguous run prefix (the candidates are listed)
+           an ambiguous run prefix (the candidates are listed),
+           a store that does not exist
       3    not found: no such run, or no such seq in the run
       4    the store cannot be used: a damaged or locked run, a newer schema,
            a run id that exists

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import click
 
 from ._app import cli
-from ._util import echo_json, options
+from ._util import echo_json, existing_store, options
 
 __all__: list[str] = []
 
@@ -34,7 +34,7 @@ def push_command(url: str, runs: Sequence[str], follow: bool, interval: float, a
     from ..store.push import PushReport
     from ..store.push import follow as follow_push
 
-    store = options.store()
+    store = existing_store()
     ids = list(runs) or None
     if follow:
         def say(one: PushReport) -> None:
@@ -55,8 +55,11 @@ def push_command(url: str, runs: Sequence[str], follow: bool, interval: float, a
 @JSON_OPTION
 def pull_command(url: str, run: str, as_json: bool) -> None:
     """Copy RUN (id or unique prefix; with a fork's ancestors) from the store at URL into the
-    local store, whole. Exits 3 if URL has no such run, 4 if the local store holds another run
-    under that id."""
+    local store, whole. Exits 2 if there is no store at URL, 3 if it has no such run, 4 if the
+    local store holds another run under that id."""
+    from ..store.store import Store
+
+    existing_store(Store(url), what="remote store")  # the local store may be new: pull makes it
     _report(options.store().pull(url, run), as_json)
 
 

@@ -15,6 +15,7 @@ from ._util import (
     echo_json,
     echo_table,
     env_store_path,
+    existing_store,
     fail,
     frame_records,
     open_run,
@@ -70,15 +71,6 @@ def runs_table(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _store_or_fail() -> Store:
-    """The store of ``--store``; exit 2 when that folder does not exist (a typo must not read as
-    an empty store)."""
-    store = options.store()
-    if not store.path.exists():
-        fail(ExitCode.BAD_INPUT, f"{store.path}: no such store (the folder does not exist)")
-    return store
-
-
 @cli.command("ls")
 @JSON_OPTION
 def ls_command(as_json: bool) -> None:
@@ -86,7 +78,7 @@ def ls_command(as_json: bool) -> None:
     import json
 
     from ..numbers import PAID, TOTAL
-    store = _store_or_fail()
+    store = existing_store()
     frame = store.runs()
     if as_json:
         records = frame_records(frame)
@@ -231,7 +223,7 @@ def verify_command(runs: Sequence[str], all_runs: bool, jobs: int | None, expect
                                      "8 hex digits of a head hash")
     if public_key is not None and signed is None:
         fail(ExitCode.BAD_INPUT, "--public-key goes with --expect-head SIGNED_HEAD_FILE")
-    store = options.store() if url is None else Store(url)
+    store = existing_store(None if url is None else Store(url))
     reports: list[VerifyReport] = []
     if all_runs:
         found = store.verify(progress=not options.quiet and sys.stderr.isatty(), jobs=jobs)
@@ -402,7 +394,7 @@ def cost_command(runs: Sequence[str], by: str, as_json: bool) -> None:
     if runs:
         frame = _runs_cost(list(open_runs(runs)), keys)
     else:
-        frame = _store_or_fail().cost(by=keys)
+        frame = existing_store().cost(by=keys)
     if as_json:
         echo_json(frame_records(frame))
         return
@@ -443,7 +435,7 @@ def gc_command(apply: bool, min_age: float, as_json: bool) -> None:
 
     Never deletes runs; blobs a fork reaches through its parent are kept.
     """
-    report = options.store().gc(apply=apply, min_age=min_age)
+    report = existing_store().gc(apply=apply, min_age=min_age)
     if as_json:
         echo_json({"applied": report.applied, "blobs": report.blobs, "bytes": report.bytes,
                    "digests": list(report.digests), "referenced": report.referenced,

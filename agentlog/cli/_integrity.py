@@ -9,7 +9,16 @@ from typing import Any
 import click
 
 from ._app import cli
-from ._util import ExitCode, echo_json, existing_file, fail, open_run, options, output_file, writing
+from ._util import (
+    ExitCode,
+    echo_json,
+    existing_file,
+    existing_store,
+    fail,
+    open_run,
+    output_file,
+    writing,
+)
 
 __all__ = ["public_key_arg", "read_head_arg"]
 
@@ -33,7 +42,7 @@ def repair_command(run: str, as_json: bool) -> None:
 
     folder = Path(run).expanduser()
     rid = run_id_of(folder.name) if folder.is_dir() else None
-    store = options.store() if rid is None else Store(folder.resolve().parent.parent)
+    store = existing_store() if rid is None else Store(folder.resolve().parent.parent)
     report = store.repair(rid or run)
     if as_json:
         parent = None if report.parent is None else {"run_id": report.parent[0], "seq": report.parent[1]}

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..store.store import Store
 
 __all__ = ["CLIError", "ExitCode", "Options", "agentlog_notes", "echo_json", "echo_table", "env_store_path",
-           "error_code", "existing_file", "fail", "frame_records", "open_run", "open_runs", "options",
+           "error_code", "existing_file", "existing_store", "fail", "frame_records", "open_run", "open_runs", "options",
            "output_file", "plain", "progress", "report_error", "store_option", "writing"]
 
 T = TypeVar("T")
@@ -38,7 +38,8 @@ class ExitCode(enum.IntEnum):
     CHECK_FAILED = 1
     """verify found a problem, diff found differences, a strict replay diverged."""
     BAD_INPUT = 2
-    """A usage error or bad input: an option, a file, an edit, an ambiguous run prefix."""
+    """A usage error or bad input: an option, a file, an edit, an ambiguous run prefix, a store
+    that does not exist."""
     NOT_FOUND = 3
     """No such run (or seq in a run)."""
     STORE = 4
@@ -104,11 +105,26 @@ def progress(iterable: Iterable[T] | None = None, *, desc: str, total: int | Non
                 disable=options.quiet or not sys.stderr.isatty())
 
 
+def existing_store(store: Store | None = None, *, what: str = "store") -> Store:
+    """``store`` (default: the store of ``--store``), or exit 2 when it does not exist: a typo
+    in ``--store`` must read neither as an empty store nor as a missing run.
+
+    Args:
+        what: the store's name in the message (``pull`` reads a ``"remote store"``).
+    """
+    st = options.store() if store is None else store
+    if not st.fs.isdir(st.path):
+        why = "nothing is stored at that URL" if st.fs.remote else "the folder does not exist"
+        fail(ExitCode.BAD_INPUT, f"{st.url}: no such {what} ({why})")
+    return st
+
+
 def open_run(ref: str, store: Store | None = None) -> Run:
     """The run named by ``ref``: an id, a unique id prefix, or a run folder (``…/run_id=<id>``).
 
     Raises:
-        CLIError: no such run (exit 3), or an ambiguous prefix (exit 2, listing the candidates).
+        CLIError: no such store (exit 2), no such run (exit 3), or an ambiguous prefix (exit 2,
+            listing the candidates).
         RunDamagedError: the run's ``run.json`` is missing or invalid (exit 4).
     """
     from ..errors import AmbiguousRunError
@@ -121,7 +137,7 @@ def open_run(ref: str, store: Store | None = None) -> Run:
         if rid is None:
             fail(ExitCode.BAD_INPUT, f"{ref}: a run folder is named run_id=<id>")
         return Store(path.resolve().parent.parent).run(rid, exact=True)
-    st = store if store is not None else options.store()
+    st = existing_store(store)
     try:
         return st.run(ref)
     except AmbiguousRunError as exc:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from _cli_helpers import Cli
 from _prices import genai_prices_cost
 
@@ -89,6 +90,35 @@ def test_ls_of_a_store_that_is_not_there(cli: Cli, tmp_path: Path) -> None:
         assert f"{tmp_path / 'nothing'}: no such store" in out.stderr
     assert cli("--store", tmp_path / "nothing", "ls", "--json").returncode == 2
     assert not (tmp_path / "nothing").exists()  # reading does not create the store
+
+
+def test_every_command_that_reads_a_store_says_it_is_not_there(tmp_path: Path, samples: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Not "no run 'sre-0001'" (a missing run), which sends a user with a typo in --store looking for
+    the run; in the test process (one console-script start per command would be slow)."""
+    from agentlog.cli import _util, main
+
+    for field in ("store_path", "quiet", "debug"):  # the CLI sets them; put them back after
+        monkeypatch.setattr(_util.options, field, getattr(_util.options, field))
+    missing = tmp_path / "nothing"
+    key = tmp_path / "key.pem"
+    assert main(["keygen", str(key)]) == 0
+    commands = [["show", "sre-0001"], ["cost", "sre-0001"], ["diff", "sre-0001", "sre-0002"],
+                ["verify", "sre-0001"], ["verify", "--all"], ["gc"], ["export", "sre-0001"],
+                ["report", "sre-0001"], ["replay", "sre-0001", "--program", "example:sre"],
+                ["fork", "sre-0001", "--at", "26", "--program", "example:sre"], ["checkpoint", "sre-0001"],
+                ["repair", "sre-0001"], ["sign", "sre-0001", "--key", str(key)], ["prove", "sre-0001", "3"],
+                ["push", str(tmp_path / "team")]]
+    capsys.readouterr()
+    for command in commands:
+        assert main(["--store", str(missing), *command]) == 2, command
+        assert capsys.readouterr().err == f"agentlog: error: {missing}: no such store (the folder does not exist)\n"
+    assert not missing.exists() and not (tmp_path / "team").exists()  # reading creates nothing
+    # pull: the store pulled from; the store pulled into may be new
+    remote = tmp_path / "no-remote"
+    assert main(["--store", str(samples), "pull", str(remote), "sre-0001"]) == 2
+    assert capsys.readouterr().err == f"agentlog: error: {remote}: no such remote store (the folder does not exist)\n"
 
 
 def test_show_text_json_and_run_folder(cli: Cli, samples: Path) -> None:
