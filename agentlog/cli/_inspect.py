@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..store.store import Store
     from ..store.verify import VerifyReport
 
-__all__ = ["runs_table", "verify_id", "verify_json"]
+__all__ = ["run_records", "runs_table", "verify_id", "verify_json"]
 
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 
@@ -71,21 +71,27 @@ def runs_table(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def run_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows of ``store.runs()`` or ``run.summary()`` as JSON-ready records, with the tags as
+    the object (or list) they are: the table holds them as JSON text."""
+    import json
+
+    records = frame_records(frame)
+    for r in records:
+        if isinstance(r.get("tags"), str):
+            r["tags"] = json.loads(r["tags"])
+    return records
+
+
 @cli.command("ls")
 @JSON_OPTION
 def ls_command(as_json: bool) -> None:
     """List the runs of the store: status, events, calls, tokens, what each paid, lineage."""
-    import json
-
     from ..numbers import PAID, TOTAL
     store = existing_store()
     frame = store.runs()
     if as_json:
-        records = frame_records(frame)
-        for r in records:  # tags are JSON text in the table: an object here
-            if isinstance(r.get("tags"), str):
-                r["tags"] = json.loads(r["tags"])
-        echo_json(records)
+        echo_json(run_records(frame))
         return
     if frame.empty:
         click.echo(f"no runs in {store.path} (agentlog demo makes some)")
@@ -116,7 +122,7 @@ def show_command(run: str, n_events: int, no_verify: bool, as_json: bool) -> Non
     r = open_run(run)
     report = None if no_verify else r.verify()
     summary_frame = r.summary()
-    summary = frame_records(summary_frame)[0]
+    summary = run_records(summary_frame)[0]
     from ..analysis.cost import cost
     by_model = cost(r, ("model",), own=True)
     by_model = by_model[by_model["llm_calls"] > 0].sort_values("cost_usd", ascending=False, kind="stable")

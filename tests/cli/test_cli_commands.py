@@ -134,6 +134,8 @@ def test_show_text_json_and_run_folder(cli: Cli, samples: Path) -> None:
     data = json.loads(cli("show", folder, "--json").stdout)
     assert data["summary"]["run_id"] == "refunds-0002-tight"
     assert data["summary"]["status"] == "budget_exceeded"
+    # an object, as in agentlog ls --json, not JSON text inside JSON
+    assert data["summary"]["tags"] == al.Store(samples).run("refunds-0002-tight").meta["tags"]
     assert data["verify"]["ok"] is True and data["verify"]["events"] == 60
     assert data["cost_by_model"][0]["model"] == "claude-3-5-haiku-latest"
 
