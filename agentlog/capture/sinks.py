@@ -989,35 +989,74 @@ class ReplaySink:
 
     def _move_past(self, have: str, asked: str, cache: ResponseCache) -> None:
         """Before a call goes past the cut from span ``have`` of the prefix, which the parent
-        asked it under a span alike that it opened past the cut (``asked``), under another
-        span of the prefix: the program span bound to ``have``, having done nothing else, is
-        written past the cut under that span (its parents re-bound to it), and ``have``'s start,
-        matched already, is left to the next span alike opened under ``have``'s parent
-        (:meth:`_adopt`)."""
-        mine, theirs = self._start_of(have), cache.opened(asked)
-        if mine is None or theirs is None or not _alike(mine, theirs) or _seq_of(have) >= self.prefix:
+        asked it under a span alike that it opened past the cut (``asked``, and its parents
+        alike up to a span of the prefix): the program spans bound to ``have`` and its parents
+        as far, having done nothing else, are written past the cut under that span (re-bound
+        to it if need be), and the starts they had matched are left to the next spans alike
+        opened where they were (:meth:`_adopt`)."""
+        theirs = self._tail_chain(asked, cache)
+        under = _parent_of(theirs[-1]) if theirs else None
+        if theirs is None or under is None:
             return
-        up, under = _parent_of(mine), _parent_of(theirs)
-        program = self._of.get(have, have)
-        if under is None or _seq_of(under) >= self.prefix or have in self._orphans \
-                or not (self._opened(program) and self._free(program, None)):
-            return
-        swaps = [] if up == under else None if up is None else self._swaps(up, under, below=(program, None))
+        mine: list[tuple[str, Event]] = []  # the prefix's spans bound to the program's, from have up
+        span: str | None = have
+        below: str | None = None
+        for alike in theirs:
+            start = None if span is None or _seq_of(span) >= self.prefix else self._start_of(span)
+            program = self._of.get(span, span) if span is not None else ""
+            if span is None or start is None or span in self._orphans or not _alike(start, alike) \
+                    or not (self._opened(program) and self._free(program, below)):
+                return
+            mine.append((span, start))
+            span, below = _parent_of(start), program
+        swaps = [] if span == under else None if span is None else self._swaps(span, under, below=(below, None))
         if swaps is None:
             return
         self._bind(swaps)
-        body = body_of(mine)
-        assert isinstance(body, SpanStarted)
         self._cut()
-        assert self.after is not None
-        [written] = self.after.emit_many([Emit(replace(body, parent=under), mine.actor, inline=True, span_item=0)],
+        for span, start in reversed(mine):
+            under = self._take_past(span, start, under) or self._write_past(span, start, under)
+
+    def _take_past(self, span: str, start: Event, under: str) -> str | None:
+        """Swap the program span bound to span ``span`` of the prefix with one opened alike past
+        the cut under ``under`` that has done nothing yet (its flow's start: the one the prefix
+        has); the span taken, or ``None`` when there is none."""
+        for opened in self._new_starts.values():
+            taken = f"s{opened.seq}"
+            other = self._of.get(taken, taken)
+            if _parent_of(opened) == under and _alike(opened, start) and self._rec(other) == taken \
+                    and self._free(other, None):
+                self._bind([(self._of.get(span, span), taken), (other, span)])
+                return taken
+        return None
+
+    def _write_past(self, span: str, start: Event, under: str) -> str:
+        """Write span ``span``'s start (matched in the prefix) past the cut, under ``under``,
+        as the span of the program span bound to it; ``span``'s start is left (an orphan)."""
+        body = body_of(start)
+        assert isinstance(body, SpanStarted) and self.after is not None
+        [written] = self.after.emit_many([Emit(replace(body, parent=under), start.actor, inline=True, span_item=0)],
                                          hold=True, sync=False)
         self._observed(written)
         moved = str(written.span_id)
-        self._orphans[have] = mine
-        self._of.pop(have, None)
+        program = self._of.pop(span, span)
+        self._orphans[span] = start
         self._bind([(program, moved)])
         self._past.add(moved)
+        return moved
+
+    def _tail_chain(self, span_id: str, cache: ResponseCache) -> list[Event] | None:
+        """The parent's span.started events from its span ``span_id`` up while they are past
+        the cut (empty for a span of the prefix; ``None`` when one is not in its tail)."""
+        chain: list[Event] = []
+        up: str | None = span_id
+        while up is not None and _seq_of(up) >= self.prefix:
+            started = cache.opened(up)
+            if started is None:
+                return None
+            chain.append(started)
+            up = _parent_of(started)
+        return chain
 
     def _adopt(self, item: Emit) -> Event | None:
         """A span opening alike to an orphan's (:meth:`_move_past`) under the same span: it takes
@@ -1043,17 +1082,10 @@ class ReplaySink:
         """The spans of the fork that the parent's span ``span_id`` may be: itself when it is
         a span of the prefix; for one the parent opened past the cut, the spans alike to it
         (and to its parents up to the prefix) that the fork wrote past its cut."""
-        chain: list[Event] = []  # the parent's spans from span_id up to one of the prefix
-        up: str | None = span_id
-        while up is not None and _seq_of(up) >= self.prefix:
-            started = cache.opened(up)
-            if started is None:
-                return []
-            chain.append(started)
-            up = _parent_of(started)
+        chain = self._tail_chain(span_id, cache)
         if not chain:
-            return [span_id] if _seq_of(span_id) in self._starts else []
-        found: list[str | None] = [up]  # down the chain: the fork's spans alike, each under one found above
+            return [span_id] if chain is not None and _seq_of(span_id) in self._starts else []
+        found: list[str | None] = [_parent_of(chain[-1])]  # down the chain: the fork's spans alike, each under one found above
         for theirs in reversed(chain):
             found = [f"s{e.seq}" for e in self._new_starts.values()
                      if _parent_of(e) in found and _alike(e, theirs)]
@@ -1063,10 +1095,14 @@ class ReplaySink:
         """When the program has finished: the first recorded event before a fork's cut it did
         not emit (its flows went past the cut without it), as a divergence; else ``None``."""
         left = self.remaining()
-        if left is None:
-            return None
-        return Divergence(run_id=self.recorded_run_id, seq=left.seq, expected=left, actual=self._went_past,
-                          note="the program went past the cut without emitting this recorded event")
+        if left is not None:
+            return Divergence(run_id=self.recorded_run_id, seq=left.seq, expected=left, actual=self._went_past,
+                              note="the program went past the cut without emitting this recorded event")
+        if self._orphans:  # a start matched, its program span gone past the cut, and no span alike took it
+            left = min(self._orphans.values(), key=lambda event: event.seq)
+            return Divergence(run_id=self.recorded_run_id, seq=left.seq, expected=left, actual=self._went_past,
+                              note="the program opened no span like this recorded one here before the cut")
+        return None
 
     def _later_batch(self, items: Sequence[Emit]) -> tuple[list[Event], bool] | None:
         """:meth:`_batch_at` at the first later seq where the batch is, apart from the events

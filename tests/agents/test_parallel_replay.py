@@ -435,6 +435,13 @@ def _nested_well(run: Any, branches: int) -> None:
     assert [started[a].payload["name"] for a in asks] == ["ask"] * branches and len(set(asks)) == branches
 
 
+def _first(run: Any, kind: str, question: str | None) -> int:
+    """The seq of the first event of this kind (in the span of this question's call)."""
+    asked = {e.span_id for e in run.iter_events() if e.type == "llm.request"
+             and e.payload["messages"][-1]["content"] == question}
+    return next(e.seq for e in run.iter_events() if e.type == kind and (question is None or e.span_id in asked))
+
+
 @pytest.mark.parametrize(("recorded", "forked_in", "cut_at"), [
     # the cut in the first call, whose branch opened its spans after the other's
     ([(0, "ask"), (1, "ask"), (0, "chat"), (1, "chat"), (1, "call"), (0, "call")],
@@ -487,9 +494,18 @@ def _nested_well(run: Any, branches: int) -> None:
       (0, "call")],
      [(2, "ask"), (0, "ask"), (1, "ask"), (0, "chat"), (0, "call"), (2, "chat"), (1, "chat"), (2, "call"),
       (1, "call")], ("http.request", "q1")),
+    # a branch run whole before the other, which the parent ran first: its ask and chat move
+    # past the cut (its call was made there under spans the parent opened there)
+    ([(1, "ask"), (1, "chat"), (1, "call"), (0, "ask"), (0, "chat"), (0, "call")],
+     [(0, "ask"), (0, "chat"), (0, "call"), (1, "ask"), (1, "chat"), (1, "call")], ("span.ended", "q1")),
+    # the same, the other branch's ask gone past the cut already: the two swap asks
+    ([(2, "ask"), (2, "chat"), (1, "ask"), (1, "chat"), (2, "call"), (1, "call"), (0, "ask"), (0, "chat"),
+      (0, "call")],
+     [(2, "ask"), (0, "ask"), (2, "chat"), (1, "ask"), (0, "chat"), (0, "call"), (1, "chat"), (1, "call"),
+      (2, "call")], 13),  # the end of the first ask
 ])
 def test_forks_of_nested_spans_alike_opened_in_another_order(server: LLMServer, store: Any, recorded: Schedule,
-                                                             forked_in: Schedule, cut_at: tuple[str, Any]) -> None:
+                                                             forked_in: Schedule, cut_at: tuple[str, Any] | int) -> None:
     """A fork with no edit of branches of nested spans alike, replayed in another order than
     recorded, cut in a call: each call is written in its own branch, none goes out (the last
     three found by running random forks)."""
@@ -497,10 +513,7 @@ def test_forks_of_nested_spans_alike_opened_in_another_order(server: LLMServer, 
     handle = al.instrument(instrumentors=[])
     try:
         run = al.record(_nested(server, questions, recorded), store=store, name="nested")
-        kind, question = cut_at  # the first event of this kind (in the span of this question's call)
-        asked = {e.span_id for e in run.iter_events() if e.type == "llm.request"
-                 and e.payload["messages"][-1]["content"] == question}
-        cut = next(e.seq for e in run.iter_events() if e.type == kind and (question is None or e.span_id in asked))
+        cut = cut_at if isinstance(cut_at, int) else _first(run, *cut_at)
         sent = len(server.requests)
 
         forked = al.fork(run, cut, program=_nested(server, questions, forked_in))
@@ -509,5 +522,25 @@ def test_forks_of_nested_spans_alike_opened_in_another_order(server: LLMServer, 
         assert forked.event(len(forked) - 1).payload["result"] == run.event(len(run) - 1).payload["result"]
         _nested_well(forked, len(questions))
         assert len(server.requests) == sent
+    finally:
+        handle.uninstrument()
+
+
+@pytest.mark.parametrize("cut", [2, 3])
+def test_a_fork_with_fewer_branches_cut_before_the_others_spans_finishes(server: LLMServer, store: Any,
+                                                                        cut: int) -> None:
+    """A fork whose program opens one branch of the parent's two, cut where the prefix holds
+    only the first branch's ask (and chat): its branch takes them, as the prefix allows, though
+    the parent asked its call under spans it opened past the cut; nothing is left open."""
+    handle = al.instrument(instrumentors=[])
+    try:
+        run = al.record(_nested(server, ["q0", "q1"], [(1, "ask"), (1, "chat"), (0, "ask"), (0, "chat"),
+                                                       (1, "call"), (0, "call")]), store=store, name="nested")
+        assert [run.event(seq).payload.get("name") for seq in (2, 3)] == ["ask", "chat"]
+
+        forked = al.fork(run, cut, program=_nested(server, ["q0"], [(0, "ask"), (0, "chat"), (0, "call")]))
+
+        assert forked.status == "finished"
+        _nested_well(forked, 1)
     finally:
         handle.uninstrument()
