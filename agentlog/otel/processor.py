@@ -162,6 +162,8 @@ class _Live:
     task: Any = None
     """The asyncio task it started in, if any (held, so that its ``id`` is no other's while
     the span is open)."""
+    scope: tuple[object | None, ...] = ()
+    """What the frameworks had open where it started (:data:`FRAMEWORK_SCOPES`)."""
 
 
 @dataclass(slots=True)
@@ -208,6 +210,40 @@ def langchain_span() -> trace.Span | None:
 #: current OpenTelemetry span (:func:`langchain_span`): the recorder's spans and the spans of
 #: other instrumentors nest under the innermost of those and the current span.
 FRAMEWORK_SPANS: list[FrameworkSpan] = [langchain_span]
+
+
+def langchain_scope() -> object | None:
+    """The config LangChain gave the runnable running in the calling context, or ``None``.
+
+    Each branch of a parallel run gets one of its own, and the callbacks LangChain runs for
+    it in a thread pool (those of an awaited run) see the same one: of spans opened side by
+    side, it tells which branch a call is in when neither thread nor task does."""
+    module = sys.modules.get("langchain_core.runnables.config")
+    if module is None:
+        return None
+    try:
+        scope: object | None = module.var_child_runnable_config.get()
+    except Exception:  # its bookkeeping failing must not fail the recording
+        log.debug("agentlog: LangChain's current config could not be read", exc_info=True)
+        return None
+    return scope
+
+
+#: What frameworks have open in the calling context by their own bookkeeping
+#: (:func:`langchain_scope`), read when a span starts and when a call asks which of the spans
+#: open side by side it is in.
+FRAMEWORK_SCOPES: list[Callable[[], object | None]] = [langchain_scope]
+
+
+def _scope() -> tuple[object | None, ...]:
+    """What each framework has open in the calling context (:data:`FRAMEWORK_SCOPES`)."""
+    return tuple(scope() for scope in FRAMEWORK_SCOPES)
+
+
+def _same(one: tuple[object | None, ...], other: tuple[object | None, ...]) -> bool:
+    """Whether a span's scope is ``other``: the very same objects (two branches' configs may
+    be equal)."""
+    return len(one) == len(other) and all(a is b for a, b in zip(one, other, strict=True))
 
 
 class SpanProcessor(_SDKSpanProcessor):
@@ -344,20 +380,27 @@ class SpanProcessor(_SDKSpanProcessor):
                 if live is None or live.rec is not rec:
                     continue
                 thread, task = flow()
-                while (child := self._open_child(key, rec, thread, task)) is not None:
+                scope = _scope()
+                while (child := self._open_child(key, rec, thread, task, scope)) is not None:
                     key, live = child
                 if _sink(rec).order(live.written.span_id) > _sink(rec).order(found):
                     found = live.written.span_id
         return found
 
-    def _open_child(self, key: int, rec: Recorder, thread: int, task: Any) -> tuple[int, _Live] | None:
+    def _open_child(self, key: int, rec: Recorder, thread: int, task: Any,
+                    scope: tuple[object | None, ...]) -> tuple[int, _Live] | None:
         """The open span under OpenTelemetry span ``key`` in ``rec``'s run that the calling
         flow is in: its only one, or, of several side by side, the only one that started in
-        this thread and asyncio task (a branch of a parallel run, in a thread of its own);
-        ``None`` when that is not known (called with the lock held)."""
+        this thread and asyncio task (a branch of a parallel run, in a thread of its own), else
+        the only one that started in this framework scope (an awaited branch, whose span a
+        callback opened in a thread pool); ``None`` when that is not known (called with the
+        lock held)."""
         children = [(child_key, child) for child_key, child in self._live.items() if child.parent == key]
         if len(children) > 1:
-            children = [(k, c) for k, c in children if c.thread == thread and c.task is task]
+            here = [(k, c) for k, c in children if c.thread == thread and c.task is task]
+            if len(here) != 1 and any(part is not None for part in scope):
+                here = [(k, c) for k, c in children if _same(c.scope, scope)]
+            children = here
         return children[0] if len(children) == 1 and children[0][1].rec is rec else None
 
     def _started_seq(self, run_id: str, otel_span_id: str) -> int:
@@ -415,7 +458,8 @@ class SpanProcessor(_SDKSpanProcessor):
                                   span_id=str(event.span_id), kind=kind, started_seq=event.seq)
             thread, task = flow()
             self._live[context.span_id] = _Live(rec, written, None if above is None else above.span_id,
-                                                root=parent is None, started=body, thread=thread, task=task)
+                                                root=parent is None, started=body, thread=thread, task=task,
+                                                scope=_scope())
             written_here = self._written.get(sink.run_id)
             if written_here is None:
                 if len(self._written) >= WRITTEN_RUNS_KEPT:  # the run begun longest ago goes

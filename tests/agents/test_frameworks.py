@@ -12,6 +12,7 @@ import operator
 import warnings
 from typing import Annotated, Any, TypedDict
 
+import httpx
 import pandas as pd
 import pytest
 from _server import ANSWERED_MODEL, ASK_EVERY, EVERY_SERVICE, MODEL, SLOW, USAGE, LLMServer, expected_cost
@@ -211,6 +212,41 @@ def test_parallel_model_calls_each_nest_under_their_own_chat_model_span(server: 
             assert strict.ok, str(strict.divergence)
         replayed = al.replay(lambda rec: sorted(both.invoke(QUESTION)), run, mode="permissive")
         assert replayed.ok and replayed.live == 0 and len(server.requests) == 2
+    finally:
+        handle.uninstrument()
+
+
+def test_parallel_model_calls_awaited_each_nest_under_their_own_chat_model_span(server: LLMServer,
+                                                                              store: Any) -> None:
+    """The same ``RunnableParallel`` awaited (``ainvoke``: each branch an asyncio task, and
+    LangChain runs the instrumentor's callbacks, which open the ChatOpenAI spans, in a thread
+    pool): each model call is still under its own branch's ChatOpenAI span, and replays."""
+    from langchain_core.runnables import RunnableParallel
+    from langchain_openai import ChatOpenAI
+
+    handle = al.instrument(instrumentors=["openinference-instrumentation-langchain"])
+
+    async def ask() -> list[str]:  # a client per event loop, closed in it
+        async with httpx.AsyncClient() as http:
+            model = ChatOpenAI(model=MODEL, base_url=server.url, api_key="test", max_retries=0,  # type: ignore[arg-type]
+                               http_async_client=http)
+            return sorted(await RunnableParallel(a=model, b=model).ainvoke(QUESTION))
+
+    try:
+        def program(rec: Any) -> list[str]:
+            return asyncio.run(ask())
+
+        run = al.record(program, store=store, name="parallel-async")
+        spans = run.spans().set_index("span_id")
+        written = {w.span_id for w in handle.processor.written(run.id)}
+        calls = [s for s in spans.index if s not in written]  # the transport's
+        assert len(calls) == 2 and len(run.llm_calls()) == 2
+        parents = [spans.loc[s, "parent"] for s in calls]
+        assert [spans.loc[p, "name"] for p in parents] == ["ChatOpenAI", "ChatOpenAI"] and parents[0] != parents[1]
+        for _ in range(3):
+            strict = al.replay(program, run)
+            assert strict.ok, str(strict.divergence)
+        assert len(server.requests) == 2
     finally:
         handle.uninstrument()
 
