@@ -28,7 +28,7 @@ ROOT = Path(agentlog.__file__).parent
 #: The layers, lowest first: a module may import its own layer and the layers below it.
 LAYERS: dict[str, str] = {
     "core": """
-        agentlog._lazy agentlog._version agentlog.accessors agentlog.canonical agentlog.chain agentlog.errors
+        agentlog._lazy agentlog._version agentlog._words agentlog.accessors agentlog.canonical agentlog.chain agentlog.errors
         agentlog.keys agentlog.pricing
         agentlog.merkle agentlog.numbers agentlog.proofs agentlog.redact agentlog.events.origin
         agentlog.events agentlog.events.approval agentlog.events.base agentlog.events.calls

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._words import with_article
 from ..errors import DivergenceError
 from ..events import (
     HTTP_RESPONSE,
@@ -137,7 +138,7 @@ def _check(run: Any, at: int, edits: list[Edit]) -> None:
                 raise ValueError(f"run {run.id}: replace_response(seq={e.seq}) must name an event "
                                  f"after the cut at {at}")
             if run.event(e.seq).type not in _REPLACEABLE:
-                raise ValueError(f"run {run.id}: seq {e.seq} is a {run.event(e.seq).type}, not one of "
+                raise ValueError(f"run {run.id}: seq {e.seq} is {with_article(run.event(e.seq).type)}, not one of "
                                  f"{', '.join(_REPLACEABLE)}")
 
 

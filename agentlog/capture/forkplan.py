@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, cast
 
+from .._words import with_article
 from ..events import (
     APPROVAL_DENIED,
     APPROVAL_GRANTED,
@@ -252,12 +253,12 @@ def applicability(run: Run, seq: int, kind: str, program: Any = None) -> str | N
     if kind in ("llm_response", "tool_result"):
         wanted = LLM_RESPONSE if kind == "llm_response" else TOOL_RESULT
         if event_type != wanted:
-            return f"{KINDS[kind]} needs a {wanted} event; seq {seq} is a {event_type}"
+            return f"{KINDS[kind]} needs {with_article(wanted)} event; seq {seq} is {with_article(event_type)}"
     elif kind == "state_patch" and seq >= len(run) - 1:
         return f"seq {seq} is the last event: a fork after it has nothing to re-run"
     elif kind == "approval":
         if _decision_of(run, seq) is None:
-            return (f"seq {seq} is a {event_type}, not a decided approval "
+            return (f"seq {seq} is {with_article(event_type)}, not a decided approval "
                     "(select an approval.granted / approval.denied event)")
         if not all(hasattr(program, name) for name in ("agent", "model", "tools")):
             return ("changing an approval resumes the run: the program must be an "

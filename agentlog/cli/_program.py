@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._words import with_article
 from ._util import ExitCode, fail
 
 if TYPE_CHECKING:
@@ -152,8 +153,8 @@ def _edit(item: Any, where: str, run: Run, at: int) -> Edit:
                                  f"run {run.id} (seq {at + 1}..{len(run) - 1})")
     event = run.event(seq)
     if event.type != _TYPE_OF[kind]:
-        fail(ExitCode.BAD_INPUT, f"{where}: run {run.id} seq {seq} is a {event.type}, not a "
-                                 f"{_TYPE_OF[kind]}")
+        fail(ExitCode.BAD_INPUT, f"{where}: run {run.id} seq {seq} is {with_article(event.type)}, not "
+                                 f"{with_article(_TYPE_OF[kind])}")
     return replace_response(seq, _payload(item, kind, where, event.payload))
 
 

@@ -41,6 +41,7 @@ from typing import Any, Final, Protocol
 
 import orjson
 
+from .._words import with_article
 from ..canonical import long_int
 from ..events import BlobRef
 from .persistent import (
@@ -122,7 +123,7 @@ def _value(value: Any, sink: Sink, locs: list[Any], path: tuple[Any, ...]) -> An
         return _child(value, sink, locs, path, typed=True)
     if isinstance(value, BlobRef):
         return value.to_json()
-    raise TypeError(f"cannot encode a {t.__name__} at {_where(path)} in a checkpoint: a state "
+    raise TypeError(f"cannot encode {with_article(t.__name__)} at {_where(path)} in a checkpoint: a state "
                     "holds JSON values (and blob references)")
 
 
@@ -310,7 +311,7 @@ def fill(node: Any, data: bytes, locations: list[Any], shell: Callable[[str, Any
     """
     kind, h, first, second = decode(data, locations, shell, blob)
     if h != node._h or (kind == "m") != (type(node) is PMap):
-        raise ValueError(f"the stored node is a {kind} node of height {h}, expected "
+        raise ValueError(f"the stored node is {with_article(kind)} node of height {h}, expected "
                          f"{'m' if type(node) is PMap else 'v'} of height {node._h}")
     if kind == "m":
         assert second is not None

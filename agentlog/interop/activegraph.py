@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from .._words import with_article
 from ..events import (
     ApprovalGranted,
     ApprovalRequested,
@@ -179,7 +180,7 @@ def _sqlite_runs(path: Path) -> dict[str, SourceRun]:
         runs: dict[str, list[SourceEvent]] = {}
         for row in conn.execute(f"SELECT * FROM ({union}) ORDER BY run_id, seq"):
             if not isinstance(row["run_id"], str):
-                raise InteropFormatError(where, None, f"an event's run_id is a {type(row['run_id']).__name__}, "
+                raise InteropFormatError(where, None, f"an event's run_id is {with_article(type(row['run_id']).__name__)}, "
                                                       f"not text (event {row['id']!r:.40})", field="run_id")
             runs.setdefault(row["run_id"], []).append(_event(dict(row), where, None))
     except sqlite3.DatabaseError as exc:

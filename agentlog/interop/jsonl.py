@@ -264,10 +264,9 @@ def _read_header(lines: Iterator[str], where: str) -> dict[str, Any]:
                                  field="schema_version")
     if version != SCHEMA_VERSION:
         raise SchemaVersionError(f"{where}:1", version, SCHEMA_VERSION)
-    for key, kind in (("id", str), ("count", int), ("head", str)):
+    for key, kind, named in (("id", str, "a string"), ("count", int, "an integer"), ("head", str, "a string")):
         if type(header.get(key)) is not kind:
-            raise InteropFormatError(where, 1, f"must be a {kind.__name__}, got {header.get(key)!r}",
-                                     field=key)
+            raise InteropFormatError(where, 1, f"must be {named}, got {header.get(key)!r}", field=key)
     _check_header(header, where)
     return header
 

@@ -22,6 +22,8 @@ import os
 from pathlib import Path, PurePath, PurePosixPath
 from typing import IO, TYPE_CHECKING, Any, Final, cast
 
+from .._words import with_article
+
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
@@ -239,7 +241,7 @@ def open_url(url: str, storage_options: dict[str, Any] | None = None) -> tuple[F
     try:
         fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
     except (ImportError, ValueError) as exc:
-        raise ValueError(f"{url}: cannot open a {protocol}:// store ({exc}); for S3: "
+        raise ValueError(f"{url}: cannot open {with_article(protocol + '://')} store ({exc}); for S3: "
                          "pip install 'agentlog[s3]'") from None
     root = str(root).rstrip("/")
     path = PurePosixPath(root if root.startswith("/") or protocol != "memory" else "/" + root)

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from .._words import with_article
 from ..chain import GENESIS, Problem, ProblemKind
 from ..errors import ProofError, missing_dependency
 from ..merkle import Tree, leaf_hashes, tree_root
@@ -86,7 +87,7 @@ def load_private_key(source: str | os.PathLike[str] | Ed25519PrivateKey) -> Ed25
     except (ValueError, TypeError) as exc:
         raise ProofError(where, f"not an unencrypted PEM private key ({exc})") from None
     if not isinstance(key, Ed25519PrivateKey):
-        raise ProofError(where, f"a {type(key).__name__}; signed heads use ed25519 keys "
+        raise ProofError(where, f"{with_article(type(key).__name__)}; signed heads use ed25519 keys "
                                 "(agentlog keygen KEY makes one)")
     return key
 

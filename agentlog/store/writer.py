@@ -21,6 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Self
 
+from .._words import with_article
 from ..chain import body_text, chain_hash, event_body
 from ..errors import (
     BlobNotFoundError,
@@ -268,7 +269,7 @@ class RunWriter:
         if isinstance(type, Body):
             given = (payload, model, input_tokens, output_tokens, cached_tokens, cost_usd, duration_ms)
             if any(v is not None for v in given):
-                raise TypeError(f"run {self.id!r}: a {type.TYPE} body carries its payload and usage "
+                raise TypeError(f"run {self.id!r}: {with_article(type.TYPE)} body carries its payload and usage "
                                 "columns; pass only actor, caused_by and span_id with it")
             with self._mutex:
                 staged = self._stage_body(type, self._seq, self._head, actor, caused_by, span_id, None)

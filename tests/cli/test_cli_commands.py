@@ -311,7 +311,7 @@ def test_fork_refuses_bad_edit_files(cli: Cli, samples: Path, tmp_path: Path) ->
                       "kind.json [1]: kind 'teleport' is not one of"),
         "early.json": ('{"kind": "tool_result", "seq": 10, "result": 1}', 2, "seq 10 must be after the cut"),
         "type.json": ('{"kind": "llm_response", "seq": 28, "content": "hi"}', 2,
-                      "run sre-0001 seq 28 is a tool.result, not a llm.response"),
+                      "run sre-0001 seq 28 is a tool.result, not an llm.response"),
         "empty.json": ("[]", 2, "empty.json: no edits"),
         "late.json": ('{"kind": "tool_result", "seq": 999, "result": 1}', 3,  # exit 3: no such seq
                       "late.json: no such seq 999 in run sre-0001"),

@@ -211,3 +211,26 @@ def test_the_debug_hint_is_left_out_with_debug(monkeypatch: pytest.MonkeyPatch,
         hint = "; run again with --debug for the traceback"
         assert err.splitlines()[-1] == "agentlog: error: unexpected RuntimeError: boom" + ("" if debug else hint)
         assert ("Traceback" in err) == debug
+
+
+def test_messages_put_an_before_a_vowel_sound(cli: Cli, samples: Path, tmp_path: Path) -> None:
+    run = al.Store(samples).run("sre-0001")
+    tool = next(e for e in run.iter_events() if e.type == "tool.result" and e.seq > 26)
+    llm = next(e for e in run.iter_events() if e.type == "llm.response" and e.seq > 26)
+    for kind, named, wanted in (("llm_response", tool, "an llm.response"), ("tool_result", llm, "a tool.result")):
+        edit = tmp_path / f"{kind}.json"
+        edit.write_text(json.dumps({"kind": kind, "seq": named.seq, "content": "x", "result": {}}))
+        out = cli("--store", samples, "fork", "sre-0001", "--at", "26", "--program", "example:sre", "--edit", edit)
+        assert out.returncode == 2
+        assert _error_line(out.stderr) == (f"agentlog: error: --edit {edit}: run sre-0001 seq {named.seq} is "
+                                           f"{'an' if named.type.startswith('llm') else 'a'} {named.type}, "
+                                           f"not {wanted}")
+    exported = tmp_path / "sre.jsonl"
+    assert cli("--store", samples, "export", "sre-0001", "-o", exported).returncode == 0
+    header, *events = exported.read_text().splitlines()
+    count = json.loads(header)["count"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([json.dumps({**json.loads(header), "count": str(count)}), *events]) + "\n")
+    out = cli("--store", samples, "import", bad, "--format", "jsonl")
+    assert out.returncode == 2
+    assert _error_line(out.stderr) == f"agentlog: error: {bad}:1: field count: must be an integer, got '{count}'"

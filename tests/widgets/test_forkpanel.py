@@ -98,7 +98,7 @@ def test_bad_shape_and_inapplicable_edits_are_reported(refunds: Any) -> None:
     call = _seq(refunds, "tool.call")
     panel.select(call)
     errors = panel.set_edit("llm_response", {"message": {"content": "hi"}})
-    expected = (f"run {refunds.id}, seq {call}: replace the LLM response needs a llm.response "
+    expected = (f"run {refunds.id}, seq {call}: replace the LLM response needs an llm.response "
                 f"event; seq {call} is a tool.call")
     assert errors == [expected]
     assert panel.button.disabled

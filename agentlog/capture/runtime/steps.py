@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from ..._words import with_article
 from ...events import Body, check_payload
 from ..loopstate import tool_action
 
@@ -98,7 +99,7 @@ class Fact:
                  actor: str | None = None, caused_by: int | None = None) -> None:
         if isinstance(event, Body):
             if payload is not None:
-                raise TypeError(f"a {event.TYPE} body carries its payload; pass no payload with it")
+                raise TypeError(f"{with_article(event.TYPE)} body carries its payload; pass no payload with it")
             body: Body | None = event
         else:
             body = check_payload(event, payload or {})
