@@ -107,7 +107,8 @@ from ..store.writer import Emit
 if TYPE_CHECKING:
     from opentelemetry.context import Context
 
-__all__ = ["FRAMEWORK_SPANS", "CallJoin", "FrameworkSpan", "SpanProcessor", "WrittenSpan", "langchain_span"]
+__all__ = ["FRAMEWORK_SCOPES", "FRAMEWORK_SPANS", "CallJoin", "FrameworkSpan", "SpanProcessor", "WrittenSpan", "langchain_scope",
+           "langchain_span"]
 
 log = logging.getLogger("agentlog.otel")
 
