@@ -187,6 +187,17 @@ def test_a_langgraph_run_recorded_before_its_spans_nested_replays(server: LLMSer
         handle.uninstrument()
 
 
+def _each_call_under_its_chat_model(run: Any, handle: Any) -> None:
+    """The two model calls the transport wrote in ``run`` each under a ChatOpenAI span of
+    its own, and one row each."""
+    spans = run.spans().set_index("span_id")
+    written = {w.span_id for w in handle.processor.written(run.id)}
+    calls = [s for s in spans.index if s not in written]  # the transport's
+    assert len(calls) == 2 and len(run.llm_calls()) == 2
+    parents = [spans.loc[s, "parent"] for s in calls]
+    assert [spans.loc[p, "name"] for p in parents] == ["ChatOpenAI", "ChatOpenAI"] and parents[0] != parents[1]
+
+
 def test_parallel_model_calls_each_nest_under_their_own_chat_model_span(server: LLMServer, store: Any) -> None:
     """A ``RunnableParallel`` of two chat models, run sync (each branch in a thread of its
     own): each model call the transport writes is under its own branch's ChatOpenAI span,
@@ -199,12 +210,7 @@ def test_parallel_model_calls_each_nest_under_their_own_chat_model_span(server: 
         model = ChatOpenAI(model=MODEL, base_url=server.url, api_key="test", max_retries=0)  # type: ignore[arg-type]
         both = RunnableParallel(a=model, b=model)
         run = al.record(lambda rec: sorted(both.invoke(QUESTION)), store=store, name="parallel")
-        spans = run.spans().set_index("span_id")
-        written = {w.span_id for w in handle.processor.written(run.id)}
-        calls = [s for s in spans.index if s not in written]  # the transport's
-        assert len(calls) == 2 and len(run.llm_calls()) == 2
-        parents = [spans.loc[s, "parent"] for s in calls]
-        assert [spans.loc[p, "name"] for p in parents] == ["ChatOpenAI", "ChatOpenAI"] and parents[0] != parents[1]
+        _each_call_under_its_chat_model(run, handle)
         # the branches' order is the threads': a strict replay finds each branch's events
         # where the log has them, a permissive one serves each answer by its key
         for _ in range(3):
@@ -237,12 +243,7 @@ def test_parallel_model_calls_awaited_each_nest_under_their_own_chat_model_span(
             return asyncio.run(ask())
 
         run = al.record(program, store=store, name="parallel-async")
-        spans = run.spans().set_index("span_id")
-        written = {w.span_id for w in handle.processor.written(run.id)}
-        calls = [s for s in spans.index if s not in written]  # the transport's
-        assert len(calls) == 2 and len(run.llm_calls()) == 2
-        parents = [spans.loc[s, "parent"] for s in calls]
-        assert [spans.loc[p, "name"] for p in parents] == ["ChatOpenAI", "ChatOpenAI"] and parents[0] != parents[1]
+        _each_call_under_its_chat_model(run, handle)
         for _ in range(3):
             strict = al.replay(program, run)
             assert strict.ok, str(strict.divergence)

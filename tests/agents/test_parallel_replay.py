@@ -507,8 +507,8 @@ def _first(run: Any, kind: str, question: str | None) -> int:
 def test_forks_of_nested_spans_alike_opened_in_another_order(server: LLMServer, store: Any, recorded: Schedule,
                                                              forked_in: Schedule, cut_at: tuple[str, Any] | int) -> None:
     """A fork with no edit of branches of nested spans alike, replayed in another order than
-    recorded, cut in a call: each call is written in its own branch, none goes out (the last
-    three found by running random forks)."""
+    recorded, cut in a call: each call is written in its own branch, none goes out (all but the
+    first two found by running random forks)."""
     questions = [f"q{b}" for b in range(1 + max(b for b, _ in recorded))]
     handle = al.instrument(instrumentors=[])
     try:
