@@ -15,7 +15,8 @@ everywhere.
 
 **One word, one meaning** (:data:`PAID`, :data:`TOTAL`): *paid* is what a run's own events
 cost; for a fork, *total incl. inherited prefix* adds the events it shares with its parent
-(which the parent paid for). Every view that shows both uses these labels.
+(which the parent paid for). Every view that shows both uses these labels, and a fork's other
+figures that count the prefix say so (:data:`INCL_PREFIX`).
 
 >>> fmt_usd(0.014584999999999997), fmt_usd(0.000593), fmt_usd(1234.5), fmt_usd(0.0)
 ('$0.0146', '$0.000593', '$1,234.50', '$0')
@@ -34,7 +35,7 @@ from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any, Final
 
-__all__ = ["PAID", "PICO", "SIGNIFICANT", "TOTAL", "USD_PATTERN", "fmt_cost", "fmt_ms", "fmt_scalar", "fmt_usd",
+__all__ = ["INCL_PREFIX", "PAID", "PICO", "SIGNIFICANT", "TOTAL", "USD_PATTERN", "fmt_cost", "fmt_ms", "fmt_scalar", "fmt_usd",
            "is_missing", "unknown_text", "usd", "usd_axis", "usd_sum", "usd_sum_known"]
 
 #: The unit money is rounded to when read: a pico-dollar.
@@ -43,8 +44,11 @@ PICO: Final = Decimal("1e-12")
 SIGNIFICANT: Final = 3
 #: What a run's own events cost.
 PAID: Final = "paid"
+#: Said of a fork's figure (events, calls, tokens, cost) that counts the prefix it shares with
+#: its parent, beside the run's own.
+INCL_PREFIX: Final = "incl. inherited prefix"
 #: What a fork's events cost with the prefix it shares with its parent.
-TOTAL: Final = "total incl. inherited prefix"
+TOTAL: Final = f"total {INCL_PREFIX}"
 #: A regular expression every amount :func:`fmt_usd` writes matches (tests check views with it).
 USD_PATTERN: Final = r"[+−]?\$(?:0|\d{1,3}(?:,\d{3})*\.\d{2}|0\.0*[1-9]\d{0,2})(?![\d])"
 

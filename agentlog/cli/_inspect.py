@@ -124,8 +124,8 @@ def show_command(run: str, n_events: int, no_verify: bool, as_json: bool) -> Non
     summary_frame = r.summary()
     summary = run_records(summary_frame)[0]
     from ..analysis.cost import cost
-    by_model = cost(r, ("model",), own=True)
-    by_model = by_model[by_model["llm_calls"] > 0].sort_values("cost_usd", ascending=False, kind="stable")
+    own_cost = cost(r, ("model",), own=True)
+    by_model = own_cost[own_cost["llm_calls"] > 0].sort_values("cost_usd", ascending=False, kind="stable")
     events = _events_frame(r, n_events) if n_events else None
     if as_json:
         out: dict[str, Any] = {"summary": summary, "cost_by_model": frame_records(by_model),
@@ -134,7 +134,9 @@ def show_command(run: str, n_events: int, no_verify: bool, as_json: bool) -> Non
             out["events"] = frame_records(events)
         echo_json(out)
         return
-    click.echo(run_text(summary_frame.to_dict(orient="records")[0]))
+    # a fork's own calls and tokens, beside those incl. its inherited prefix (the summary's)
+    own = None if r.fork_seq is None else own_cost.sum(numeric_only=True).to_dict()
+    click.echo(run_text(summary_frame.to_dict(orient="records")[0], own))
     if report is not None and not report.ok:
         click.echo(str(report))
     if not by_model.empty:

@@ -28,7 +28,17 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Final
 
-from ..numbers import PAID, TOTAL, fmt_cost, fmt_ms, fmt_scalar, fmt_usd, is_missing, usd_sum_known
+from ..numbers import (
+    INCL_PREFIX,
+    PAID,
+    TOTAL,
+    fmt_cost,
+    fmt_ms,
+    fmt_scalar,
+    fmt_usd,
+    is_missing,
+    usd_sum_known,
+)
 from .options import OPTIONS
 
 if TYPE_CHECKING:
@@ -199,19 +209,38 @@ def _money_facts(s: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [(PAID, fmt_cost(s.get("own_cost_usd"), s.get("own_cost_unknown_calls"))), (TOTAL, total)]
 
 
-def _run_facts(s: Mapping[str, Any]) -> list[tuple[str, str]]:
-    events = fmt_int(s.get("events"))
-    if not _missing(s.get("fork_seq")):
-        events += f" ({fmt_int(s.get('own_events'))} own)"
+def _tokens(s: Mapping[str, Any]) -> str:
+    return (f"{fmt_int(s.get('input_tokens'))} in · {fmt_int(s.get('output_tokens'))} out · "
+            f"{fmt_int(s.get('cached_tokens'))} cached")
+
+
+def _usage_facts(s: Mapping[str, Any], own: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """Events, spans, calls, duration and tokens. A fork given ``own`` (its own events' calls and
+    tokens) labels each figure as its own or ``incl. inherited prefix``, as paid and total are;
+    without ``own``, a fork's figures include the prefix and only the events say how many are its own."""
+    if _missing(s.get("fork_seq")) or own is None:
+        events = fmt_int(s.get("events"))
+        if not _missing(s.get("fork_seq")):
+            events += f" ({fmt_int(s.get('own_events'))} own)"
+        return [("events", events), ("spans", fmt_int(s.get("spans"))),
+                ("model calls", fmt_int(s.get("llm_calls"))), ("tool calls", fmt_int(s.get("tool_calls"))),
+                ("duration", fmt_ms(s.get("duration_ms"))), ("tokens", _tokens(s))]
+
+    def both(mine: Any, every: Any) -> str:
+        return f"{fmt_int(mine)} own · {fmt_int(every)} {INCL_PREFIX}"
+
+    return [("events", both(s.get("own_events"), s.get("events"))),
+            ("spans", f"{fmt_int(s.get('spans'))} {INCL_PREFIX}"),
+            ("model calls", both(own.get("llm_calls"), s.get("llm_calls"))),
+            ("tool calls", both(own.get("tool_calls"), s.get("tool_calls"))),
+            ("duration", f"{fmt_ms(s.get('duration_ms'))} {INCL_PREFIX}"),
+            ("tokens (own)", _tokens(own)), (f"tokens {INCL_PREFIX}", _tokens(s))]
+
+
+def _run_facts(s: Mapping[str, Any], own: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
     facts = [
         ("status", str(s.get("status"))),
-        ("events", events),
-        ("spans", fmt_int(s.get("spans"))),
-        ("model calls", fmt_int(s.get("llm_calls"))),
-        ("tool calls", fmt_int(s.get("tool_calls"))),
-        ("duration", fmt_ms(s.get("duration_ms"))),
-        ("tokens", (f"{fmt_int(s.get('input_tokens'))} in · {fmt_int(s.get('output_tokens'))} out · "
-                    f"{fmt_int(s.get('cached_tokens'))} cached")),
+        *_usage_facts(s, own),
         *_money_facts(s),
         ("verified", str(s.get("verified"))),
         ("created", _fmt_time(s.get("created"))),
@@ -238,11 +267,19 @@ def _tags(value: Any) -> str:
     return str(tags)
 
 
-def run_text(s: Mapping[str, Any]) -> str:
-    """The plain-text summary of a run (the HTML's fallback)."""
+def run_text(s: Mapping[str, Any], own: Mapping[str, Any] | None = None) -> str:
+    """The plain-text summary of a run (the HTML's fallback, and ``agentlog show``).
+
+    Args:
+        s: the row of ``run.summary()`` as a mapping.
+        own: for a fork, the calls and tokens of its own events (``llm_calls``, ``tool_calls``,
+            ``input_tokens``, ``output_tokens``, ``cached_tokens``: the totals of
+            ``run.cost(by="model", own=True)``); each figure then says whether it is the run's
+            own or includes its inherited prefix.
+    """
     name = "" if _missing(s.get("name")) else f" {s['name']!r}"
     lines = [f"Run {s.get('run_id')}{name}"]
-    lines.extend(f"  {k}: {v}" for k, v in _run_facts(s))
+    lines.extend(f"  {k}: {v}" for k, v in _run_facts(s, own))
     return "\n".join(lines)
 
 

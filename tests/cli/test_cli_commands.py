@@ -12,6 +12,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -126,7 +127,7 @@ def test_show_text_json_and_run_folder(cli: Cli, samples: Path) -> None:
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert text.startswith("Run sre-0001-calm 'sre example, calm database'")
-    for fact in ("status: finished", "events: 39 (12 own)", "model calls: 3", "verified: ok",
+    for fact in ("status: finished", "events: 12 own · 39 incl. inherited prefix", "verified: ok",
                  "forked from: sre-0001 at seq 26", "gpt-4o-mini", "events (3 of 39):", "run.started"):
         assert fact in text
     # a run folder works without --store
@@ -138,6 +139,38 @@ def test_show_text_json_and_run_folder(cli: Cli, samples: Path) -> None:
     assert data["summary"]["tags"] == al.Store(samples).run("refunds-0002-tight").meta["tags"]
     assert data["verify"]["ok"] is True and data["verify"]["events"] == 60
     assert data["cost_by_model"][0]["model"] == "claude-3-5-haiku-latest"
+
+
+def test_show_labels_what_includes_a_forks_inherited_prefix(cli: Cli, samples: Path) -> None:
+    store = al.Store(samples)
+    fork, parent = store.run("refunds-0001-approve"), store.run("refunds-0001")
+    assert fork.fork_seq is not None
+
+    def facts(frame: Any) -> dict[str, str]:
+        calls = {t: int((frame["type"] == t).sum()) for t in ("llm.response", "tool.result", "span.started")}
+        tokens = " · ".join(f"{int(frame[c].sum()):,} {w}" for c, w in
+                            (("input_tokens", "in"), ("output_tokens", "out"), ("cached_tokens", "cached")))
+        return {"events": f"{len(frame):,}", "model calls": f"{calls['llm.response']:,}",
+                "tool calls": f"{calls['tool.result']:,}", "spans": f"{calls['span.started']:,}", "tokens": tokens}
+
+    everything = facts(fork.events)
+    own = facts(fork.events[fork.events["seq"] > fork.fork_seq])
+    lines = cli("--store", samples, "show", fork.id, "--no-verify").stdout.splitlines()
+    for fact in ("events", "model calls", "tool calls"):
+        assert f"  {fact}: {own[fact]} own · {everything[fact]} incl. inherited prefix" in lines, fact
+    assert f"  spans: {everything['spans']} incl. inherited prefix" in lines
+    assert any(line.startswith("  duration: ") and line.endswith(" incl. inherited prefix") for line in lines)
+    assert f"  tokens (own): {own['tokens']}" in lines
+    assert f"  tokens incl. inherited prefix: {everything['tokens']}" in lines
+    own_events = fork.events[fork.events["seq"] > fork.fork_seq]
+    assert f"  paid: {fmt_usd(usd_sum(own_events['cost_usd']))}" in lines
+    assert f"  total incl. inherited prefix: {fmt_usd(usd_sum(fork.events['cost_usd']))}" in lines
+    # a run that is not a fork: every figure is its own, and nothing says "own" or "prefix"
+    text = cli("--store", samples, "show", parent.id, "--no-verify").stdout
+    mine = facts(parent.events)
+    for fact in ("events", "model calls", "tool calls", "spans", "tokens"):
+        assert f"  {fact}: {mine[fact]}\n" in text, fact
+    assert "own" not in text.split("\n\n")[0] and "prefix" not in text
 
 
 def test_unknown_and_ambiguous_runs(cli: Cli, samples: Path) -> None:
