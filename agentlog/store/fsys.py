@@ -224,12 +224,14 @@ def _ident(entry: dict[str, Any]) -> tuple[int, int, int]:
 def open_url(url: str, storage_options: dict[str, Any] | None = None) -> tuple[FileSystem, PurePath]:
     """The filesystem and root path of a store URL.
 
-    ``file://`` URLs are the local filesystem; any other scheme goes through fsspec
-    (``s3://`` needs ``pip install 'agentlog[s3]'``).
+    A path, and ``file://`` URLs, are the local filesystem; any other scheme goes through
+    fsspec (``s3://`` needs ``pip install 'agentlog[s3]'``).
 
     Raises:
         ValueError: the scheme is unknown to fsspec or its package is not installed.
     """
+    if not is_url(url):
+        return LOCAL, Path(os.path.abspath(os.path.expanduser(url)))
     for scheme in _LOCAL_SCHEMES:
         if url.startswith(scheme):
             return LOCAL, Path(os.path.abspath(os.path.expanduser(url[len(scheme):])))

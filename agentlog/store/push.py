@@ -46,7 +46,7 @@ import orjson
 from ..errors import RunIdClashError, StoreError
 from ._fs import fsync_dir, temp_name, write_atomic
 from .checkpoints import CHECKPOINTS
-from .fsys import RemoteFS, open_url
+from .fsys import FileSystem, RemoteFS, open_url
 from .meta import RUN_JSON, parse_meta, run_dir_name
 from .segments import parse_segment_name
 
@@ -465,9 +465,22 @@ def pull(store: Store, url: str, run_id: str, *, storage_options: dict[str, Any]
     return report
 
 
+def _listing(fs: FileSystem, root: PurePath) -> list[tuple[str, int]]:
+    """Every file under ``root`` (a store's, on ``fs``): its path relative to ``root`` and its
+    size, sorted."""
+    if isinstance(fs, RemoteFS):
+        base = str(root).lstrip("/")
+        return sorted((key[len(base) + 1:], int(info.get("size") or 0)) for key, info in fs.find(root).items())
+    found: list[tuple[str, int]] = []
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            path = Path(dirpath) / name
+            found.append((path.relative_to(root).as_posix(), path.stat().st_size))
+    return sorted(found)
+
+
 def _pull_one(remote: Store, store: Store, run_id: str, report: PushReport) -> None:
     fs = remote.fs
-    assert isinstance(fs, RemoteFS)
     run = remote.run(run_id, exact=True)
     meta_bytes = fs.read_bytes(run.path / RUN_JSON)
     meta = parse_meta(meta_bytes, run.path / RUN_JSON, run_id)
@@ -479,21 +492,17 @@ def _pull_one(remote: Store, store: Store, run_id: str, report: PushReport) -> N
                                                            f"the one at {remote.url} {meta.get('created')}")
     store.runs_path.mkdir(parents=True, exist_ok=True)
     work = final if final.is_dir() else store.runs_path / temp_name(run_dir_name(run_id))
-    files = fs.find(run.path)
-    base = str(run.path).lstrip("/")
     refs: set[str] = set()
-    for key, info in sorted(files.items()):
-        rel = key[len(base) + 1:]
+    for rel, size in _listing(fs, run.path):
         if rel == RUN_JSON or rel.startswith("."):
             continue
         local = work / rel
-        size = int(info.get("size") or 0)
         if local.is_file() and local.stat().st_size == size:
             report.files_skipped += 1
             report.bytes_skipped += size
         else:
             local.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(local, fs.read_bytes(PurePath(key)))
+            write_atomic(local, fs.read_bytes(run.path / rel))
             report.files_sent += 1
             report.bytes_sent += size
         if parse_segment_name(rel) is not None:

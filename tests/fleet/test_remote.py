@@ -133,6 +133,22 @@ def test_pull_brings_a_fork_back_whole(tmp_path: Path, bucket: str) -> None:
     assert other.run(fork).verify().ok
 
 
+def test_pull_from_a_store_in_a_folder(tmp_path: Path) -> None:
+    """A team store may be a shared folder (a path, or file://): a fork pulled from one comes
+    whole with its parent, and again adds nothing."""
+    local = _local(tmp_path)
+    shared = tmp_path / "shared"
+    local.push(str(shared))
+    fork = next(r for r in local.list_runs() if local.run(r).fork_seq is not None)
+    for url in (str(shared), f"file://{shared}"):
+        other = al.Store(tmp_path / f"other-{len(url)}")
+        report = other.pull(url, fork)
+        assert fork in report.runs and len(report.runs) >= 2 and report.files_sent > 0
+        assert other.run(fork).table().equals(local.run(fork).table())
+        assert other.run(fork).verify().ok
+        assert other.pull(url, fork).files_sent == 0
+
+
 _SLOW_PUSH = """
 import sys, time, s3fs
 real = s3fs.S3FileSystem.put_file
