@@ -87,7 +87,7 @@ def run_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 @JSON_OPTION
 def ls_command(as_json: bool) -> None:
     """List the runs of the store: status, events, calls, tokens, what each paid, lineage."""
-    from ..numbers import PAID, TOTAL
+    from ..numbers import INCL_PREFIX, PAID, TOTAL
     store = existing_store()
     frame = store.runs()
     if as_json:
@@ -99,7 +99,8 @@ def ls_command(as_json: bool) -> None:
     echo_table(runs_table(frame))
     if frame["parent"].notna().any():
         click.echo(f"{PAID}: the run's own events (what `agentlog cost` sums); {TOTAL}: a fork's "
-                   "paid plus the events it shares with its parent, which the parent paid for")
+                   "paid plus the events it shares with its parent, which the parent paid for; a fork's "
+                   f"events, llm, tools and tokens are {INCL_PREFIX} too")
     damaged = frame.loc[frame["status"].isin(["damaged", "unreadable"]), "run_id"].tolist()
     if damaged:
         click.echo(f"{len(damaged)} damaged run{'s' if len(damaged) != 1 else ''} ({', '.join(damaged)}): "

@@ -60,6 +60,7 @@ def test_ls_text_and_json(cli: Cli, samples: Path) -> None:
     assert "sre-0001@26" in out.stdout and "budget_exceeded" in out.stdout
     assert lines[0].split()[7:12] == ["paid", "total", "incl.", "inherited", "prefix"]
     assert lines[-1].startswith("paid: the run's own events")
+    assert lines[-1].endswith("a fork's events, llm, tools and tokens are incl. inherited prefix too")
     store = al.Store(samples)
     calm, parent = store.run("sre-0001-calm"), store.run("sre-0001")
     total = fmt_usd(usd_sum(calm.events["cost_usd"]))
