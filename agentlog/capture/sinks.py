@@ -728,20 +728,24 @@ class ReplaySink:
         return span_id not in self._firm and all(kid == below for kid in self._kids.get(span_id, ()))
 
     def _swaps(self, have: str, want: str,
-               below: tuple[str | None, str | None] = (None, None)) -> list[tuple[str, str]] | None:
+               below: tuple[str | None, str | None] = (None, None)) -> list[tuple[str | None, str]] | None:
         """The program spans to re-bind (each to the recorded span paired with it) so that the
         program span bound to recorded ``have`` is ``want``: up their parents until one is
         shared, each pair alike and neither span having done anything yet but open the one
-        below; ``None`` when they cannot be."""
-        swaps: list[tuple[str, str]] = []
+        below; ``None`` when they cannot be. A span whose start no program span has (an
+        orphan, :meth:`_move_past`) is taken, and the span left becomes one (paired with
+        ``None``)."""
+        swaps: list[tuple[str | None, str]] = []
         while have != want:
-            if have in self._orphans or want in self._orphans:
+            if have in self._orphans:
                 return None
             one, other = self._start_of(have), self._start_of(want)
             if one is None or other is None or not _alike(one, other):
                 return None
-            mine, theirs = self._of.get(have, have), self._of.get(want, want)
-            if not (self._opened(mine) and self._free(mine, below[0]) and self._free(theirs, below[1])):
+            mine = self._of.get(have, have)
+            theirs = None if want in self._orphans else self._of.get(want, want)
+            if not (self._opened(mine) and self._free(mine, below[0])
+                    and (theirs is None or self._free(theirs, below[1]))):
                 return None
             swaps += [(mine, want), (theirs, have)]
             below = (mine, theirs)
@@ -751,8 +755,17 @@ class ReplaySink:
             have, want = up, across
         return swaps
 
-    def _bind(self, swaps: Iterable[tuple[str, str]]) -> None:
+    def _bind(self, swaps: Iterable[tuple[str | None, str]]) -> None:
+        """Bind each program span to the recorded span paired with it (``None``: the recorded
+        span's start is left to a span alike, :meth:`_adopt`)."""
         for program, recorded in swaps:
+            if program is None:
+                start = self._start_of(recorded)
+                assert start is not None
+                self._of.pop(recorded, None)
+                self._orphans[recorded] = start
+                continue
+            self._orphans.pop(recorded, None)
             if program == recorded:
                 self._as.pop(program, None)
                 self._of.pop(recorded, None)
@@ -778,12 +791,12 @@ class ReplaySink:
             swaps = self._swaps(have, str(want))
             if swaps is None:
                 continue
-            kept = dict(self._as), dict(self._of)
+            kept = dict(self._as), dict(self._of), dict(self._orphans)
             self._bind(swaps)
             found = self._batch_at(part, event.seq, None)
             if found is not None and (found[1] or not exact) and self._apart(found[0], skipped):
                 return found[0]
-            self._as, self._of = kept
+            self._as, self._of, self._orphans = kept
         return None
 
     def _peek(self) -> Event | None:

@@ -503,6 +503,12 @@ def _first(run: Any, kind: str, question: str | None) -> int:
       (0, "call")],
      [(2, "ask"), (0, "ask"), (2, "chat"), (1, "ask"), (0, "chat"), (0, "call"), (1, "chat"), (1, "call"),
       (2, "call")], 13),  # the end of the first ask
+    # a branch whose spans moved past the cut left starts that the branch recorded in them,
+    # its ask matched elsewhere and its chat written past the cut, takes back when it calls
+    ([(0, "ask"), (1, "ask"), (0, "chat"), (0, "call"), (2, "ask"), (2, "chat"), (1, "chat"), (2, "call"),
+      (1, "call")],
+     [(2, "ask"), (2, "chat"), (0, "ask"), (0, "chat"), (2, "call"), (0, "call"), (1, "ask"), (1, "chat"),
+      (1, "call")], ("llm.request", "q0")),
 ])
 def test_forks_of_nested_spans_alike_opened_in_another_order(server: LLMServer, store: Any, recorded: Schedule,
                                                              forked_in: Schedule, cut_at: tuple[str, Any] | int) -> None:
