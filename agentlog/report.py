@@ -189,10 +189,8 @@ def write_plotly_js(folder: str | os.PathLike[str]) -> Path:
 
 
 def _summary_card(run: Run) -> str:
-    from .analysis.tables import summary
-    from .widgets.html import _records, paid_by_model, run_card
-    row = _records(summary(run))[0]
-    return run_card(row, paid_by_model(run))
+    from .widgets.html import run_card_of
+    return run_card_of(run)
 
 
 def _verify_card(report: VerifyReport) -> str:

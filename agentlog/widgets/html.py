@@ -49,7 +49,8 @@ if TYPE_CHECKING:
     from ..store.verify import VerifyReport
 
 __all__ = ["cut", "diff_card", "diff_facts", "diff_repr", "esc", "fmt_cost", "fmt_int", "fmt_ms", "fmt_num", "fmt_usd",
-           "obj_repr", "patch_html", "patch_repr", "patch_table", "run_card", "run_repr", "run_text", "section", "store_card",
+           "obj_repr", "patch_html", "patch_repr", "patch_table", "run_card", "run_card_of", "run_repr", "run_text", "section",
+           "store_card",
            "store_repr", "table",
            "verify_card", "verify_repr"]
 
@@ -283,12 +284,15 @@ def run_text(s: Mapping[str, Any], own: Mapping[str, Any] | None = None) -> str:
     return "\n".join(lines)
 
 
-def run_card(summary: Mapping[str, Any], by_model: Sequence[Mapping[str, Any]] = ()) -> str:
+def run_card(summary: Mapping[str, Any], by_model: Sequence[Mapping[str, Any]] = (),
+             own: Mapping[str, Any] | None = None) -> str:
     """A run's summary card.
 
     Args:
         summary: the row of ``run.summary()`` as a mapping.
         by_model: the rows of ``run.cost(by="model", own=True)`` (what the run paid per model).
+        own: for a fork, the sums of those rows (its own calls and tokens), shown beside the
+            summary's, which include its inherited prefix.
     """
     s = summary
     name = None if _missing(s.get("name")) else str(s["name"])
@@ -301,7 +305,7 @@ def run_card(summary: Mapping[str, Any], by_model: Sequence[Mapping[str, Any]] =
                  fmt_cost(r.get("cost_usd"), r.get("cost_unknown_calls"))) for r in by_model]
         title = "Paid by model" + ("" if _missing(s.get("fork_seq")) else " (own events)")
         items.append(section(title, table(cols, rows, numeric=(False, *[True] * 5)), len(rows)))
-    return obj_repr(run_text(s), head, grid(_run_facts(s)) + sections(items))
+    return obj_repr(run_text(s, own), head, grid(_run_facts(s, own)) + sections(items))
 
 
 def _records(frame: Any) -> list[dict[str, Any]]:
@@ -313,16 +317,17 @@ def run_repr(run: Run) -> str | None:
     """``Run._repr_html_``: reads ``run.json`` and the run's table; never runs a full verify."""
     if OPTIONS["display"] != "html":
         return None
-    from ..analysis.tables import summary
-    row = _records(summary(run))[0]
-    return run_card(row, paid_by_model(run))
+    return run_card_of(run)
 
 
-def paid_by_model(run: Run) -> list[dict[str, Any]]:
-    """The rows of ``cost(run, "model", own=True)`` with model calls, most paid first."""
+def run_card_of(run: Run) -> str:
+    """``run``'s summary card (:func:`run_card`): what it paid by model, and for a fork its own
+    calls and tokens beside those incl. its inherited prefix."""
     from ..analysis.cost import cost
-    rows = [r for r in _records(cost(run, ("model",), own=True)) if r.get("llm_calls")]
-    return sorted(rows, key=lambda r: -float(r.get("cost_usd") or 0))
+    from ..analysis.tables import summary
+    own = cost(run, ("model",), own=True)
+    rows = sorted((r for r in _records(own) if r.get("llm_calls")), key=lambda r: -float(r.get("cost_usd") or 0))
+    return run_card(_records(summary(run))[0], rows, None if run.fork_seq is None else own.sum(numeric_only=True).to_dict())
 
 
 # --- Store -------------------------------------------------------------------------------------
