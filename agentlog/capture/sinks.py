@@ -766,6 +766,8 @@ class ReplaySink:
                 self._orphans[recorded] = start
                 continue
             self._orphans.pop(recorded, None)
+            if _seq_of(recorded) < self.prefix:  # another flow's now: whether it went past is judged again
+                self._past.discard(recorded)
             if program == recorded:
                 self._as.pop(program, None)
                 self._of.pop(recorded, None)
