@@ -571,7 +571,11 @@ class ReplaySink:
     go on past the cut goes past it while other flows are still replayed. A tracer's spans
     alike when they open, opened side by side, are bound to the recorded ones in the order they
     open and re-bound when the first thing done in one says it is another's (:meth:`_rebound`).
-    Threads compare in turn (:attr:`lock`).
+    In a fork, spans written past the cut are re-bound the same way; a call going past the cut
+    re-binds its spans to those the parent asked it under (:meth:`_bind_as_past`), and when
+    those are past the cut too, its spans matched in the prefix move there (:meth:`_move_past`),
+    their starts left to the next spans alike (:meth:`_adopt`; a start no span takes fails the
+    fork when the program ends, :meth:`left_behind`). Threads compare in turn (:attr:`lock`).
     """
 
     def __init__(self, recorded: Iterable[Event], *, run_id: str, prefix: int,
