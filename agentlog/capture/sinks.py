@@ -223,8 +223,22 @@ def _seq_of(span_id: str) -> int:
 
 
 def _alike(one: Event, other: Event) -> bool:
-    """Whether two recorded span.started events open spans alike: the same but for their parent."""
-    return one.actor == other.actor and _without(one.payload, {_PARENT}) == _without(other.payload, {_PARENT})
+    """Whether two span.started events open spans alike: the same but for their parent and, for
+    a tracer's spans, the values of their attributes (the same attributes: values a strict
+    replay does not compare, :func:`_seen_only`, which may be new on every run, as PydanticAI's
+    conversation ids are)."""
+    if one.actor != other.actor:
+        return False
+    if one.payload.get(_OTEL) is None:
+        return _without(one.payload, {_PARENT}) == _without(other.payload, {_PARENT})
+    seen = {_PARENT, _ATTRIBUTES}
+    return _without(one.payload, seen) == _without(other.payload, seen) and _names(one) == _names(other)
+
+
+def _names(started: Event) -> set[str]:
+    """The names of a span.started's attributes."""
+    attributes = started.payload.get(_ATTRIBUTES)
+    return set(attributes) if isinstance(attributes, Mapping) else set()
 
 
 def _traced_start(item: Emit) -> bool:

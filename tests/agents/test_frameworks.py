@@ -578,6 +578,46 @@ def test_a_pydantic_ai_agent_traced_by_its_own_spans_recorded_replayed_and_forke
         handle.uninstrument()
 
 
+def test_pydantic_ai_agents_run_side_by_side_replay_strictly_in_any_order(server: LLMServer,
+                                                                          store: Any) -> None:
+    """Three PydanticAI agent runs gathered in one event loop: their spans alike when they open
+    (the same attributes, valued with ids new on every run) are told apart by the calls made in
+    them, so a strict replay that starts them in other orders than recorded serves each run its
+    own answer with no request."""
+    import openai
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    handle = al.instrument(instrumentors=[])
+    try:
+        agent = Agent(system_prompt="You are an SRE.")
+        agent.instrument = True
+        order = [0, 1, 2]
+        questions = ["status of api?", "status of db?", "status of queue?"]
+
+        async def one(client: Any, i: int) -> str:
+            await asyncio.sleep(0.002 * order.index(i))  # started in the order given
+            model = OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=client))
+            return str((await agent.run(questions[i], model=model)).output)
+
+        async def ask() -> list[str]:
+            async with openai.AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+                return list(await asyncio.gather(*(one(client, i) for i in range(3))))
+
+        def program(rec: Any) -> list[str]:
+            return asyncio.run(ask())
+
+        run = al.record(program, store=store, name="pydantic-ai-gathered")
+        assert run.status == "finished" and len(run.llm_calls()) == 3
+        for order[:] in ([2, 1, 0], [1, 0, 2], [0, 2, 1]):
+            replayed = al.replay(program, run)
+            assert replayed.ok, f"{order}: {replayed.divergence}"
+        assert len(server.requests) == 3
+    finally:
+        handle.uninstrument()
+
+
 # --- smolagents ----------------------------------------------------------------------------------
 
 
