@@ -45,10 +45,13 @@ The edit file is JSON: one edit, or a list of them.
       RFC 6902 ops on state["vars"] right after the cut
   {"kind": "input", "inputs": {...}}
       re-run the program on other inputs (needs --at -1)
-The seq of a replaced answer must come after --at."""
+The seq of a replaced answer must come after --at. Python's names for the
+kinds (al.edit's replace_response, patch_state, replace_input) work too."""
 
 _KINDS = ("tool_result", "llm_response", "state_patch", "input")
 _TYPE_OF = {"tool_result": "tool.result", "llm_response": "llm.response"}
+#: ``al.edit``'s names for the kinds (``replace_response``: a tool result or a model answer, by the seq's event).
+_PYTHON_NAMES = {"replace_response": None, "patch_state": "state_patch", "replace_input": "input"}
 
 
 def load_program(spec: str) -> Any:
@@ -126,8 +129,11 @@ def _edit(item: Any, where: str, run: Run, at: int) -> Edit:
         fail(ExitCode.BAD_INPUT, f"{where}: an edit is an object with a \"kind\", got "
                                  f"{type(item).__name__}")
     kind = item.get("kind")
+    if isinstance(kind, str) and kind in _PYTHON_NAMES:
+        kind = _PYTHON_NAMES[kind] or _answer_kind(item, run)
     if kind not in _KINDS:
-        fail(ExitCode.BAD_INPUT, f"{where}: kind {kind!r} is not one of {', '.join(_KINDS)}")
+        fail(ExitCode.BAD_INPUT, f"{where}: kind {item.get('kind')!r} is not one of {', '.join(_KINDS)} "
+                                 f"(or {', '.join(_PYTHON_NAMES)})")
     if kind == "state_patch":
         ops = item.get("ops")
         if not isinstance(ops, list) or not all(isinstance(op, Mapping) and "op" in op and "path" in op
@@ -156,6 +162,15 @@ def _edit(item: Any, where: str, run: Run, at: int) -> Edit:
         fail(ExitCode.BAD_INPUT, f"{where}: run {run.id} seq {seq} is {with_article(event.type)}, not "
                                  f"{with_article(_TYPE_OF[kind])}")
     return replace_response(seq, _payload(item, kind, where, event.payload))
+
+
+def _answer_kind(item: Mapping[str, Any], run: Run) -> str:
+    """The kind a ``replace_response`` edit is: ``llm_response`` for a model answer at its seq,
+    else ``tool_result`` (whose checks then say what is wrong with the seq)."""
+    seq = item.get("seq")
+    if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq < len(run):
+        return "tool_result"
+    return "llm_response" if run.event(seq).type == "llm.response" else "tool_result"
 
 
 def _payload(item: Mapping[str, Any], kind: str, where: str, recorded: Mapping[str, Any]) -> dict[str, Any]:

@@ -323,19 +323,35 @@ def test_replay_of_a_program_that_raises_exits_5(cli: Cli, samples: Path, tmp_pa
                                            "(at seq 1, where the recorded run has span.started)")
 
 
-def test_fork_with_an_edit_file(cli: Cli, samples: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["tool_result", "replace_response"])  # the CLI's name, and al.edit's
+def test_fork_with_an_edit_file(cli: Cli, samples: Path, tmp_path: Path, kind: str) -> None:
     edit = tmp_path / "edit.json"
-    edit.write_text(json.dumps({"kind": "tool_result", "seq": 28,
+    edit.write_text(json.dumps({"kind": kind, "seq": 28,
                                 "result": {"service": "orders-db", "metric": "cpu", "value": 0.2}}))
     out = cli("--store", samples, "fork", "sre-0001", "--at", "26", "--program", "example:sre",
-              "--edit", edit, "--run-id", "cli-fork", "--json")
+              "--edit", edit, "--run-id", f"cli-fork-{kind}", "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert (data["run_id"], data["parent"], data["at"], data["divergence"]) == ("cli-fork", "sre-0001", 26, 27)
-    fork = al.Store(samples).run("cli-fork")
+    assert (data["run_id"], data["parent"], data["at"], data["divergence"]) == (f"cli-fork-{kind}", "sre-0001", 26, 27)
+    fork = al.Store(samples).run(f"cli-fork-{kind}")
     assert fork.parent is not None and fork.parent.id == "sre-0001" and fork.verify().ok
     result = next(e for e in fork.iter_events(27) if e.type == "tool.result")
     assert result.payload["result"]["value"] == 0.2 and result.payload["edited"] is True
+
+
+def test_an_edit_file_takes_al_edits_names(cli: Cli, samples: Path, tmp_path: Path) -> None:
+    """replace_response of a model answer, patch_state: what al.edit calls them."""
+    answer = next(e.seq for e in al.Store(samples).run("sre-0001").iter_events(27) if e.type == "llm.response")
+    edit = tmp_path / "edits.json"
+    edit.write_text(json.dumps([{"kind": "replace_response", "seq": answer, "content": "all calm"},
+                                {"kind": "patch_state", "ops": [{"op": "add", "path": "/mode", "value": "careful"}]}]))
+    out = cli("--store", samples, "fork", "sre-0001", "--at", "26", "--program", "example:sre",
+              "--edit", edit, "--run-id", "cli-fork-names", "--json")
+    assert out.returncode == 0, out.stderr
+    fork = al.Store(samples).run("cli-fork-names")
+    edited = [e for e in fork.iter_events(27) if e.type == "llm.response" and e.payload.get("edited")]
+    assert edited and edited[0].payload["message"]["content"] == "all calm"
+    assert fork.state_at(len(fork) - 1)["vars"]["mode"] == "careful"
 
 
 def test_fork_refuses_bad_edit_files(cli: Cli, samples: Path, tmp_path: Path) -> None:
