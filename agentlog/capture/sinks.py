@@ -610,6 +610,7 @@ class ReplaySink:
         self._new_starts: dict[int, Event] = {}  # a fork's span.started written past its cut while in its prefix
         self._orphans: dict[str, Event] = {}  # span.started matched whose program span then went past the cut
         self._adopted: set[int] = set()  # the seqs naming program spans that took an orphan's start
+        self._bodies: dict[str, SpanStarted] = {}  # a fork's program spans opened in its prefix, as opened
         self._firm: set[str] = set()  # program spans with events of their own (not re-bound)
         self._kids: defaultdict[str, list[str]] = defaultdict(list)  # program spans opened under one
         self._place: dict[int, int] = {}  # where the program met each event (place)
@@ -728,6 +729,8 @@ class ReplaySink:
             body = item.body
             span_id = item.span_id if item.span_item is None else f"s{events[item.span_item].seq}"
             self._note(body.TYPE, span_id, body.parent if isinstance(body, SpanStarted) else None, event)
+            if isinstance(body, SpanStarted) and self.after is not None and self.in_prefix:
+                self._bodies[f"s{event.seq}"] = body  # what a move past the cut writes (_write_past)
 
     def _apart(self, batch: Sequence[Event], skipped: Sequence[Event]) -> bool:
         """:func:`_apart` of ``batch`` as the spans it is."""
@@ -1066,13 +1069,14 @@ class ReplaySink:
     def _write_past(self, span: str, start: Event, under: str) -> str:
         """Write span ``span``'s start (matched in the prefix) past the cut, under ``under``,
         as the span of the program span bound to it; ``span``'s start is left (an orphan)."""
-        body = body_of(start)
+        program = self._of.get(span, span)
+        body = self._bodies.get(program) or body_of(start)  # the program's own (its tracer's attributes)
         assert isinstance(body, SpanStarted) and self.after is not None
         [written] = self.after.emit_many([Emit(replace(body, parent=under), start.actor, inline=True, span_item=0)],
                                          hold=True, sync=False)
         self._observed(written)
         moved = str(written.span_id)
-        program = self._of.pop(span, span)
+        self._of.pop(span, None)
         self._orphans[span] = start
         self._bind([(program, moved)])
         self._past.add(moved)
@@ -1097,9 +1101,10 @@ class ReplaySink:
         body = item.body
         if not (item.span_item == 0 and isinstance(body, SpanStarted) and body.parent is not None):
             return None
-        under, opened = self._rec(body.parent), _without(body.to_payload(), {_PARENT})
+        under = self._rec(body.parent)
+        opened = Event(seq=0, type=SpanStarted.TYPE, payload=body.to_payload(), actor=item.actor)
         for have, start in self._orphans.items():
-            if _parent_of(start) == under and start.actor == item.actor and _without(start.payload, {_PARENT}) == opened:
+            if _parent_of(start) == under and _alike(start, opened):
                 del self._orphans[have]
                 seq = _UNSEEN + len(self._adopted)
                 self._adopted.add(seq)
@@ -1108,6 +1113,7 @@ class ReplaySink:
                 self._place[seq] = self._last
                 event = replace(start, seq=seq, span_id=f"s{seq}")
                 self._note(SpanStarted.TYPE, None, body.parent, event)
+                self._bodies[f"s{seq}"] = body
                 return event
         return None
 

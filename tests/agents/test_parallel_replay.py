@@ -340,11 +340,13 @@ def test_a_fork_cut_in_a_call_goes_on_when_a_call_past_the_cut_comes_first(serve
 Schedule = list[tuple[int, str]]
 
 
-def _nested(server: LLMServer, questions: list[str], schedule: Schedule) -> Any:
+def _nested(server: LLMServer, questions: list[str], schedule: Schedule, topics: bool = False) -> Any:
     """LangGraph's shape with its steps in an order of our choosing: one branch per question,
     each a tracer's span "ask" (no attributes) with a span "chat" under it and a model call
     under that, each in a thread of its own; ``schedule`` orders every branch's three steps
-    (``(branch, "ask" | "chat" | "call")``), a step begun when the one before it is done."""
+    (``(branch, "ask" | "chat" | "call")``), a step begun when the one before it is done.
+    ``topics``: each chat span has its question as an attribute ("topic"), as the OpenAI
+    instrumentor's spans have their request."""
     from opentelemetry import trace
 
     def program(rec: Any) -> list[str]:
@@ -367,7 +369,7 @@ def _nested(server: LLMServer, questions: list[str], schedule: Schedule) -> Any:
             with tracer.start_as_current_span("ask"):
                 done(asked)
                 chatted = step()
-                with tracer.start_as_current_span("chat"):
+                with tracer.start_as_current_span("chat", attributes={"topic": questions[b]} if topics else None):
                     done(chatted)
                     called = step()
                     try:
@@ -572,5 +574,31 @@ def test_random_forks_of_nested_spans_alike_finish_as_the_parent(server: LLMServ
                 assert forked.status == "finished", (cut, forked_in)
                 _nested_well(forked, branches)
             assert len(server.requests) == sent
+    finally:
+        handle.uninstrument()
+
+
+def test_a_span_moved_past_the_cut_is_written_as_the_program_opened_it(server: LLMServer, store: Any) -> None:
+    """A fork whose branch took, in the prefix, a chat whose tracer's attributes name another
+    question (they are not compared), and whose call then goes past the cut: its chat moves
+    past the cut with its own attributes, not those of the start it had taken; that start is
+    taken by the branch it was recorded for."""
+    recorded = [(0, "ask"), (1, "ask"), (0, "chat"), (0, "call"), (1, "chat"), (1, "call")]
+    forked_in = [(1, "ask"), (1, "chat"), (1, "call"), (0, "ask"), (0, "chat"), (0, "call")]
+    questions = ["q0", "q1"]
+    handle = al.instrument(instrumentors=[])
+    try:
+        run = al.record(_nested(server, questions, recorded, topics=True), store=store, name="topics")
+        sent = len(server.requests)
+
+        forked = al.fork(run, _first(run, "span.ended", "q0"), program=_nested(server, questions, forked_in, topics=True))
+
+        assert forked.status == "finished"
+        _nested_well(forked, 2)
+        started = {e.span_id: e for e in forked.iter_events() if e.type == "span.started"}
+        for asked in (e for e in forked.iter_events() if e.type == "llm.request"):
+            chat = started[started[asked.span_id].payload["parent"]]
+            assert chat.payload["attributes"]["topic"] == asked.payload["messages"][-1]["content"], chat.seq
+        assert len(server.requests) == sent
     finally:
         handle.uninstrument()
