@@ -717,12 +717,14 @@ class ReplaySink:
 
     def _note(self, type_: str, span_id: str | None, parent: str | None, event: Event) -> None:
         """What the program's event (matched at ``event``) tells of its spans: a span.started
-        opens a span under ``parent``; any other event makes its span firm."""
+        opens a span under ``parent``; any other event makes its span firm (never moved past a
+        fork's cut: its start, kept for that, is let go)."""
         if type_ == SpanStarted.TYPE:
             if parent is not None:
                 self._kids[parent].append(f"s{event.seq}")
         elif span_id is not None:
             self._firm.add(span_id)
+            self._bodies.pop(span_id, None)
 
     def _note_batch(self, items: Sequence[Emit], events: Sequence[Event]) -> None:
         for item, event in zip(items, events, strict=True):
