@@ -383,6 +383,12 @@ class ResponseCache:
         with self._lock:
             return self._opened.get(span_id)
 
+    def starts(self) -> list[Event]:
+        """Every span.started of the events (reads them to the end, once)."""
+        with self._lock:
+            self._read()
+            return list(self._opened.values())
+
     def take(self, kind: str, key: str) -> Event | None:
         """Pop the next recorded answer for this call, or ``None`` when there is none."""
         with self._lock:
@@ -961,7 +967,37 @@ class ReplaySink:
             return at
         # a tracer's span, its attributes not those recorded here: spans like it opened side by
         # side (one per thread or task) are told apart by them when they are the same every run
-        return self._same_attributes(items) or self._rebound(items, exact=True) or at
+        told = self._same_attributes(items) or self._rebound(items, exact=True)
+        if told is None and self._opened_past(items):
+            return None  # the parent opened it past a fork's cut: it goes there (emit_many)
+        return told or at
+
+    def _opened_past(self, items: Sequence[Emit]) -> bool:
+        """Whether a tracer's span opening that the prefix has only with other attributes is one
+        the parent opened past a fork's cut with the same attributes, under a span of the
+        prefix that the program's parent span is, or is re-bound to, and that has nothing left
+        in the prefix (which then takes it as gone past the cut)."""
+        cache = self.after.cache if self.after is not None and self.in_prefix else None
+        body = items[0].body
+        if cache is None or not isinstance(body, SpanStarted) or body.parent is None:
+            return False
+        have = self._rec(body.parent)
+        assert have is not None
+        opened = _without(body.to_payload(), {_PARENT})
+        for started in cache.starts():
+            under = _parent_of(started)
+            if under is None or _seq_of(under) >= self.prefix or started.actor != items[0].actor \
+                    or _without(started.payload, {_PARENT}) != opened:
+                continue
+            swaps = [] if under == have else self._swaps(have, under)
+            if swaps is None:
+                continue
+            kept = dict(self._as), dict(self._of), dict(self._orphans)
+            self._bind(swaps)
+            if self._gone_past(under):
+                return True
+            self._as, self._of, self._orphans = kept
+        return False
 
     def _elsewhere(self, items: Sequence[Emit]) -> bool:
         """Whether a batch that opens a span for a call and is nowhere in the rest of a fork's

@@ -602,3 +602,30 @@ def test_a_span_moved_past_the_cut_is_written_as_the_program_opened_it(server: L
         assert len(server.requests) == sent
     finally:
         handle.uninstrument()
+
+
+def test_a_tracers_span_the_parent_opened_past_the_cut_goes_there(server: LLMServer, store: Any) -> None:
+    """A fork cut just after a branch's chat opened, whose other branch opens its chat first: the
+    prefix's chat names the first branch's question (a tracer's attribute, not compared), the
+    parent opened the other's past the cut; so the other's goes past the cut, and each chat
+    names the question asked under it."""
+    recorded = [(0, "ask"), (1, "ask"), (0, "chat"), (0, "call"), (1, "chat"), (1, "call")]
+    forked_in = [(1, "ask"), (0, "ask"), (1, "chat"), (0, "chat"), (0, "call"), (1, "call")]
+    questions = ["q0", "q1"]
+    handle = al.instrument(instrumentors=[])
+    try:
+        run = al.record(_nested(server, questions, recorded, topics=True), store=store, name="topics")
+        cut = next(e.seq for e in run.iter_events() if e.type == "span.started" and e.payload["name"] == "chat")
+        sent = len(server.requests)
+
+        forked = al.fork(run, cut, program=_nested(server, questions, forked_in, topics=True))
+
+        assert forked.status == "finished"
+        _nested_well(forked, 2)
+        started = {e.span_id: e for e in forked.iter_events() if e.type == "span.started"}
+        for asked in (e for e in forked.iter_events() if e.type == "llm.request"):
+            chat = started[started[asked.span_id].payload["parent"]]
+            assert chat.payload["attributes"]["topic"] == asked.payload["messages"][-1]["content"], chat.seq
+        assert len(server.requests) == sent
+    finally:
+        handle.uninstrument()
