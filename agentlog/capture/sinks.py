@@ -27,7 +27,8 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import replace
-from typing import Any, Final, NoReturn, Protocol
+from functools import partial
+from typing import Any, Final, NoReturn, Protocol, TypeVar
 
 from ..canonical import canonical_json
 from ..chain import GENESIS, chain_hash
@@ -207,6 +208,8 @@ def _after_part(item: Emit, part: Sequence[Event]) -> Emit:
     return item._replace(span_id=span_id, span_item=span_item, caused_by=caused_by, caused_by_item=caused_by_item)
 
 
+T = TypeVar("T")
+
 _UNSEEN: Final = 1 << 62
 """The first seq naming a program span that took a start matched for another (a seq no event has)."""
 
@@ -338,6 +341,7 @@ class ResponseCache:
         self._events: Iterator[Event] | None = iter(events)
         self._answers: dict[tuple[str, str], deque[Event]] = defaultdict(deque)
         self._opened: dict[str, Event] = {}  # span -> its span.started
+        self._named: defaultdict[str, list[Event]] = defaultdict(list)  # the span.started events by name
         self._asked_under: dict[str, str | None] = {}  # a call's key -> the span its own span opened under
         # calls answered at once from several threads (a parallel run's branches) read the
         # events one at a time: the iterator cannot be advanced from two threads
@@ -348,7 +352,7 @@ class ResponseCache:
         events = self._events
         if events is None:
             return
-        answers, opened, asked = self._answers, self._opened, self._asked_under
+        answers, opened, named, asked = self._answers, self._opened, self._named, self._asked_under
         for event in events:
             if event.type in RESPONSE_TYPES:
                 found = answer_kind(event)
@@ -357,6 +361,7 @@ class ResponseCache:
                     return
             elif event.type == SpanStarted.TYPE:
                 opened[f"s{event.seq}"] = event
+                named[str(event.payload.get(SpanStarted.K.name))].append(event)
             elif event.type in _REQUESTS and event.span_id in opened:
                 asked.setdefault(str(event.payload.get(_KEY)), _parent_of(opened[event.span_id]))
         self._events = None
@@ -383,11 +388,12 @@ class ResponseCache:
         with self._lock:
             return self._opened.get(span_id)
 
-    def starts(self) -> list[Event]:
-        """Every span.started of the events (reads them to the end, once)."""
+    def starts(self, name: str) -> list[Event]:
+        """The span.started events opening a span of this name (reads the events to the end,
+        once)."""
         with self._lock:
             self._read()
-            return list(self._opened.values())
+            return list(self._named.get(name, ()))
 
     def take(self, kind: str, key: str) -> Event | None:
         """Pop the next recorded answer for this call, or ``None`` when there is none."""
@@ -662,6 +668,11 @@ class ReplaySink:
         return self._redactor
 
     @property
+    def _cache(self) -> ResponseCache | None:
+        """A fork's parent's tail (its answers past the cut), or ``None`` (a strict replay)."""
+        return self.after.cache if self.after is not None else None
+
+    @property
     def in_prefix(self) -> bool:
         """True while events are still compared with the recorded run."""
         return self.pos < self.prefix
@@ -820,15 +831,28 @@ class ReplaySink:
             if want is None or want == have or event.span_id in self._as:
                 continue
             swaps = self._swaps(have, str(want))
-            if swaps is None:
-                continue
-            kept = dict(self._as), dict(self._of), dict(self._orphans)
-            self._bind(swaps)
-            found = self._batch_at(part, event.seq, None)
-            if found is not None and (found[1] or not exact) and self._apart(found[0], skipped):
-                return found[0]
-            self._as, self._of, self._orphans = kept
+            told = None if swaps is None else self._bound_if(swaps, partial(self._fits, part, event.seq, skipped, exact))
+            if told:
+                return told
         return None
+
+    def _fits(self, part: Sequence[Emit], seq: int, skipped: list[Event], exact: bool) -> list[Event] | None:
+        """The recorded events from ``seq`` that ``part`` is (``exact``: a tracer's attributes
+        too), apart from the events ``skipped``; else ``None``."""
+        found = self._batch_at(part, seq, None)
+        if found is None or not (found[1] or not exact) or not self._apart(found[0], skipped):
+            return None
+        return found[0]
+
+    def _bound_if(self, swaps: list[tuple[str | None, str]], check: Callable[[], T]) -> T:
+        """Bind ``swaps`` and return what ``check`` finds then; when it finds nothing (a false
+        value), every binding is as it was before."""
+        kept = dict(self._as), dict(self._of), dict(self._orphans), set(self._past)
+        self._bind(swaps)
+        found = check()
+        if not found:
+            self._as, self._of, self._orphans, self._past = kept
+        return found
 
     def _peek(self) -> Event | None:
         ahead = self._ahead
@@ -977,26 +1001,21 @@ class ReplaySink:
         the parent opened past a fork's cut with the same attributes, under a span of the
         prefix that the program's parent span is, or is re-bound to, and that has nothing left
         in the prefix (which then takes it as gone past the cut)."""
-        cache = self.after.cache if self.after is not None and self.in_prefix else None
+        cache = self._cache if self.in_prefix else None
         body = items[0].body
         if cache is None or not isinstance(body, SpanStarted) or body.parent is None:
             return False
         have = self._rec(body.parent)
         assert have is not None
         opened = _without(body.to_payload(), {_PARENT})
-        for started in cache.starts():
+        for started in cache.starts(body.name):
             under = _parent_of(started)
             if under is None or _seq_of(under) >= self.prefix or started.actor != items[0].actor \
                     or _without(started.payload, {_PARENT}) != opened:
                 continue
             swaps = [] if under == have else self._swaps(have, under)
-            if swaps is None:
-                continue
-            kept = dict(self._as), dict(self._of), dict(self._orphans)
-            self._bind(swaps)
-            if self._gone_past(under):
+            if swaps is not None and self._bound_if(swaps, partial(self._gone_past, under)):
                 return True
-            self._as, self._of, self._orphans = kept
         return False
 
     def _elsewhere(self, items: Sequence[Emit]) -> bool:
@@ -1006,7 +1025,7 @@ class ReplaySink:
         prefix replay them (calls made side by side, the cut among them; a batch the cut falls
         in is :meth:`_cut_in`'s). A program that then emits none of those events fails the
         fork (:meth:`left_behind`); a call the parent did not make is a divergence, at once."""
-        cache = self.after.cache if self.after is not None else None
+        cache = self._cache
         if cache is None or not (items[0].span_item == 0 and isinstance(items[0].body, SpanStarted)):
             return False
         if not any(isinstance(key := getattr(item.body, "key", None), str) and cache.holds(key) for item in items):
@@ -1051,7 +1070,7 @@ class ReplaySink:
         body = items[0].body
         asked = self._asked_under(items)
         have = self._rec(body.parent) if isinstance(body, SpanStarted) else None
-        cache = self.after.cache if self.after is not None else None
+        cache = self._cache
         if asked is None or have is None or cache is None:
             return
         for want in self._written_as(asked, cache):
@@ -1076,10 +1095,10 @@ class ReplaySink:
         span: str | None = have
         below: str | None = None
         for alike in theirs:
-            start = None if span is None or _seq_of(span) >= self.prefix else self._start_of(span)
-            program = self._of.get(span, span) if span is not None else ""
-            if span is None or start is None or span in self._orphans or not _alike(start, alike) \
-                    or not (self._opened(program) and self._free(program, below)):
+            if span is None or _seq_of(span) >= self.prefix or span in self._orphans:
+                return
+            start, program = self._start_of(span), self._of.get(span, span)
+            if start is None or not _alike(start, alike) or not (self._opened(program) and self._free(program, below)):
                 return
             mine.append((span, start))
             span, below = _parent_of(start), program
@@ -1211,7 +1230,7 @@ class ReplaySink:
     def _asked_under(self, items: Sequence[Emit]) -> str | None:
         """The span the parent opened the span of the call in ``items`` under, when it made
         that call past the cut (from its tail), else ``None``."""
-        cache = self.after.cache if self.after is not None else None
+        cache = self._cache
         key = next((key for item in items if isinstance(key := getattr(item.body, "key", None), str)), None)
         return None if cache is None or key is None else cache.asked_under(key)
 
@@ -1221,7 +1240,7 @@ class ReplaySink:
         asked = self._asked_under(items)
         if asked is None or _seq_of(asked) < self.prefix:
             return asked
-        cache = self.after.cache if self.after is not None else None
+        cache = self._cache
         started = cache.opened(asked) if cache is not None else None
         up = None if started is None else _parent_of(started)
         return asked if up is not None and _seq_of(up) < self.prefix else None
