@@ -118,7 +118,7 @@ def ls_command(as_json: bool) -> None:
 @JSON_OPTION
 def show_command(run: str, n_events: int, no_verify: bool, as_json: bool) -> None:
     """Show RUN's summary: name, status, counts, duration, tokens, cost, parent, verify."""
-    from ..widgets.html import run_text
+    from ..widgets.html import own_figures, run_text
 
     r = open_run(run)
     report = None if no_verify else r.verify()
@@ -135,9 +135,7 @@ def show_command(run: str, n_events: int, no_verify: bool, as_json: bool) -> Non
             out["events"] = frame_records(events)
         echo_json(out)
         return
-    # a fork's own calls and tokens, beside those incl. its inherited prefix (the summary's)
-    own = None if r.fork_seq is None else own_cost.sum(numeric_only=True).to_dict()
-    click.echo(run_text(summary_frame.to_dict(orient="records")[0], own))
+    click.echo(run_text(summary_frame.to_dict(orient="records")[0], own_figures(r, own_cost)))
     if report is not None and not report.ok:
         click.echo(str(report))
     if not by_model.empty:

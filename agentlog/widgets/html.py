@@ -49,8 +49,8 @@ if TYPE_CHECKING:
     from ..store.verify import VerifyReport
 
 __all__ = ["cut", "diff_card", "diff_facts", "diff_repr", "esc", "fmt_cost", "fmt_int", "fmt_ms", "fmt_num", "fmt_usd",
-           "obj_repr", "patch_html", "patch_repr", "patch_table", "run_card", "run_card_of", "run_repr", "run_text", "section",
-           "store_card",
+           "obj_repr", "own_figures", "patch_html", "patch_repr", "patch_table", "run_card", "run_card_of", "run_repr",
+           "run_text", "section", "store_card",
            "store_repr", "table",
            "verify_card", "verify_repr"]
 
@@ -327,7 +327,13 @@ def run_card_of(run: Run) -> str:
     from ..analysis.tables import summary
     own = cost(run, ("model",), own=True)
     rows = sorted((r for r in _records(own) if r.get("llm_calls")), key=lambda r: -float(r.get("cost_usd") or 0))
-    return run_card(_records(summary(run))[0], rows, None if run.fork_seq is None else own.sum(numeric_only=True).to_dict())
+    return run_card(_records(summary(run))[0], rows, own_figures(run, own))
+
+
+def own_figures(run: Run, own_cost: Any) -> dict[str, Any] | None:
+    """A fork's own calls and tokens (the sums of ``cost(run, "model", own=True)``), shown beside
+    the summary's, which include its inherited prefix; ``None`` for a run that is no fork."""
+    return None if run.fork_seq is None else dict(own_cost.sum(numeric_only=True).to_dict())
 
 
 # --- Store -------------------------------------------------------------------------------------
