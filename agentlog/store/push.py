@@ -144,12 +144,9 @@ class _Target:
                 self.held[name] = int(info.get("size") or 0)
                 self.md5s[name] = _md5_of(info)
             return
-        base = Path(self.root)
-        for dirpath, _, names in os.walk(base / rel):
-            for name in names:
-                if not name.startswith("."):
-                    p = Path(dirpath) / name
-                    self.held[str(p.relative_to(base))] = p.stat().st_size
+        for name, size in _listing(self.fs, self.root / rel):
+            if not PurePath(name).name.startswith("."):
+                self.held[str(PurePath(rel) / name)] = size
 
     def read(self, rel: str) -> bytes | None:
         if rel in self.fetched:
