@@ -386,6 +386,11 @@ def _nested(server: LLMServer, questions: list[str], schedule: Schedule, topics:
     return program
 
 
+def _steps(text: str) -> Schedule:
+    """A schedule written ``"0:ask 1:ask 0:chat ..."`` (branch:step, in turn)."""
+    return [(int(branch), step) for branch, step in (one.split(":") for one in text.split())]
+
+
 def _schedule(rng: random.Random, branches: int) -> Schedule:
     left = {b: ["ask", "chat", "call"] for b in range(branches)}
     out: Schedule = []
@@ -397,10 +402,10 @@ def _schedule(rng: random.Random, branches: int) -> Schedule:
 
 # found by running random schedules: a branch's spans re-bound open after its own events' place
 FOUND: list[tuple[Schedule, Schedule]] = [
-    ([(0, "ask"), (0, "chat"), (1, "ask"), (0, "call"), (1, "chat"), (1, "call")],
-     [(1, "ask"), (1, "chat"), (1, "call"), (0, "ask"), (0, "chat"), (0, "call")]),
-    ([(1, "ask"), (1, "chat"), (0, "ask"), (0, "chat"), (1, "call"), (0, "call")],
-     [(0, "ask"), (0, "chat"), (1, "ask"), (0, "call"), (1, "chat"), (1, "call")]),
+    (_steps("0:ask 0:chat 1:ask 0:call 1:chat 1:call"),
+     _steps("1:ask 1:chat 1:call 0:ask 0:chat 0:call")),
+    (_steps("1:ask 1:chat 0:ask 0:chat 1:call 0:call"),
+     _steps("0:ask 0:chat 1:ask 0:call 1:chat 1:call")),
 ]
 
 
@@ -446,71 +451,55 @@ def _first(run: Any, kind: str, question: str | None) -> int:
 
 @pytest.mark.parametrize(("recorded", "forked_in", "cut_at"), [
     # the cut in the first call, whose branch opened its spans after the other's
-    ([(0, "ask"), (1, "ask"), (0, "chat"), (1, "chat"), (1, "call"), (0, "call")],
-     [(1, "ask"), (0, "ask"), (0, "chat"), (1, "chat"), (0, "call"), (1, "call")], ("llm.request", "q0")),
+    (_steps("0:ask 1:ask 0:chat 1:chat 1:call 0:call"),
+     _steps("1:ask 0:ask 0:chat 1:chat 0:call 1:call"), ("llm.request", "q0")),
     # the cut after the first call's request: the other call, all past it, asked first
-    ([(0, "ask"), (0, "chat"), (1, "ask"), (1, "chat"), (0, "call"), (1, "call")],
-     [(1, "ask"), (1, "chat"), (0, "ask"), (0, "chat"), (1, "call"), (0, "call")], ("http.request", None)),
+    (_steps("0:ask 0:chat 1:ask 1:chat 0:call 1:call"),
+     _steps("1:ask 1:chat 0:ask 0:chat 1:call 0:call"), ("http.request", None)),
     # the cut at the second call's span: the branch opened last is the one whose call is
     # before the cut (taken first as gone past it, its spans then swapped with a branch's
     # that opened in the prefix)
-    ([(0, "ask"), (1, "ask"), (0, "chat"), (1, "chat"), (0, "call"), (1, "call"), (2, "ask"), (2, "chat"),
-      (2, "call")],
-     [(1, "ask"), (2, "ask"), (2, "chat"), (0, "ask"), (2, "call"), (1, "chat"), (0, "chat"), (0, "call"),
-      (1, "call")], ("span.started", "q1")),
+    (_steps("0:ask 1:ask 0:chat 1:chat 0:call 1:call 2:ask 2:chat 2:call"),
+     _steps("1:ask 2:ask 2:chat 0:ask 2:call 1:chat 0:chat 0:call 1:call"), ("span.started", "q1")),
     # the cut at the second call's end: its chat, re-bound, ends past the cut
-    ([(0, "ask"), (0, "chat"), (1, "ask"), (1, "chat"), (0, "call"), (1, "call")],
-     [(1, "ask"), (0, "ask"), (1, "chat"), (1, "call"), (0, "chat"), (0, "call")], ("span.ended", "q1")),
+    (_steps("0:ask 0:chat 1:ask 1:chat 0:call 1:call"),
+     _steps("1:ask 0:ask 1:chat 1:call 0:chat 0:call"), ("span.ended", "q1")),
     # the cut at the second call's answer: a branch gone past the cut opens its chat before
     # the branch whose call the cut falls in (not re-bound to the prefix's chat for it)
-    ([(0, "ask"), (1, "ask"), (0, "chat"), (1, "chat"), (0, "call"), (1, "call"), (2, "ask"), (2, "chat"),
-      (2, "call")],
-     [(0, "ask"), (0, "chat"), (1, "ask"), (2, "ask"), (0, "call"), (2, "chat"), (2, "call"), (1, "chat"),
-      (1, "call")], ("http.response", "q1")),
+    (_steps("0:ask 1:ask 0:chat 1:chat 0:call 1:call 2:ask 2:chat 2:call"),
+     _steps("0:ask 0:chat 1:ask 2:ask 0:call 2:chat 2:call 1:chat 1:call"), ("http.response", "q1")),
     # the cut after the first call: the branch that opened first took the spans of the call
     # before the cut, and its own call goes past it, swapped with the other's chat written there
-    ([(0, "ask"), (0, "chat"), (1, "ask"), (0, "call"), (1, "chat"), (1, "call")],
-     [(1, "ask"), (1, "chat"), (0, "ask"), (0, "chat"), (1, "call"), (0, "call")], ("span.ended", "q0")),
-    ([(1, "ask"), (1, "chat"), (2, "ask"), (1, "call"), (0, "ask"), (2, "chat"), (2, "call"), (0, "chat"),
-      (0, "call")],
-     [(2, "ask"), (1, "ask"), (2, "chat"), (1, "chat"), (0, "ask"), (2, "call"), (0, "chat"), (0, "call"),
-      (1, "call")], ("span.ended", "q1")),
+    (_steps("0:ask 0:chat 1:ask 0:call 1:chat 1:call"),
+     _steps("1:ask 1:chat 0:ask 0:chat 1:call 0:call"), ("span.ended", "q0")),
+    (_steps("1:ask 1:chat 2:ask 1:call 0:ask 2:chat 2:call 0:chat 0:call"),
+     _steps("2:ask 1:ask 2:chat 1:chat 0:ask 2:call 0:chat 0:call 1:call"), ("span.ended", "q1")),
     # the cut in the second call: a chat opened under an ask whose branch goes past the cut
     # is not re-bound into the prefix on no sign (it took the chat of the branch opened first)
-    ([(1, "ask"), (1, "chat"), (1, "call"), (2, "ask"), (2, "chat"), (0, "ask"), (2, "call"), (0, "chat"),
-      (0, "call")],
-     [(1, "ask"), (2, "ask"), (0, "ask"), (0, "chat"), (2, "chat"), (0, "call"), (1, "chat"), (1, "call"),
-      (2, "call")], ("span.ended", "q2")),
+    (_steps("1:ask 1:chat 1:call 2:ask 2:chat 0:ask 2:call 0:chat 0:call"),
+     _steps("1:ask 2:ask 0:ask 0:chat 2:chat 0:call 1:chat 1:call 2:call"), ("span.ended", "q2")),
     # the cut after the first call: the branch recorded second opens its spans first, and
     # takes the ask and chat of the first; its call, past the cut, moves its chat there, and
     # the other branch's chat takes the start its chat had matched
-    ([(0, "ask"), (1, "ask"), (0, "chat"), (0, "call"), (1, "chat"), (1, "call")],
-     [(1, "ask"), (1, "chat"), (1, "call"), (0, "ask"), (0, "chat"), (0, "call")], ("span.ended", "q0")),
-    ([(1, "ask"), (1, "chat"), (1, "call"), (2, "ask"), (2, "chat"), (0, "ask"), (2, "call"), (0, "chat"),
-      (0, "call")],
-     [(0, "ask"), (2, "ask"), (0, "chat"), (2, "chat"), (0, "call"), (2, "call"), (1, "ask"), (1, "chat"),
-      (1, "call")], ("span.started", "q2")),
+    (_steps("0:ask 1:ask 0:chat 0:call 1:chat 1:call"),
+     _steps("1:ask 1:chat 1:call 0:ask 0:chat 0:call"), ("span.ended", "q0")),
+    (_steps("1:ask 1:chat 1:call 2:ask 2:chat 0:ask 2:call 0:chat 0:call"),
+     _steps("0:ask 2:ask 0:chat 2:chat 0:call 2:call 1:ask 1:chat 1:call"), ("span.started", "q2")),
     # the cut in the first call: a branch whose spans all took another's goes past the cut
     # re-bound as the parent asked its call, so the others can still match theirs
-    ([(1, "ask"), (2, "ask"), (2, "chat"), (1, "chat"), (0, "ask"), (1, "call"), (0, "chat"), (2, "call"),
-      (0, "call")],
-     [(2, "ask"), (0, "ask"), (1, "ask"), (0, "chat"), (0, "call"), (2, "chat"), (1, "chat"), (2, "call"),
-      (1, "call")], ("http.request", "q1")),
+    (_steps("1:ask 2:ask 2:chat 1:chat 0:ask 1:call 0:chat 2:call 0:call"),
+     _steps("2:ask 0:ask 1:ask 0:chat 0:call 2:chat 1:chat 2:call 1:call"), ("http.request", "q1")),
     # a branch run whole before the other, which the parent ran first: its ask and chat move
     # past the cut (its call was made there under spans the parent opened there)
-    ([(1, "ask"), (1, "chat"), (1, "call"), (0, "ask"), (0, "chat"), (0, "call")],
-     [(0, "ask"), (0, "chat"), (0, "call"), (1, "ask"), (1, "chat"), (1, "call")], ("span.ended", "q1")),
+    (_steps("1:ask 1:chat 1:call 0:ask 0:chat 0:call"),
+     _steps("0:ask 0:chat 0:call 1:ask 1:chat 1:call"), ("span.ended", "q1")),
     # the same, the other branch's ask gone past the cut already: the two swap asks
-    ([(2, "ask"), (2, "chat"), (1, "ask"), (1, "chat"), (2, "call"), (1, "call"), (0, "ask"), (0, "chat"),
-      (0, "call")],
-     [(2, "ask"), (0, "ask"), (2, "chat"), (1, "ask"), (0, "chat"), (0, "call"), (1, "chat"), (1, "call"),
-      (2, "call")], 13),  # the end of the first ask
+    (_steps("2:ask 2:chat 1:ask 1:chat 2:call 1:call 0:ask 0:chat 0:call"),
+     _steps("2:ask 0:ask 2:chat 1:ask 0:chat 0:call 1:chat 1:call 2:call"), 13),  # the end of the first ask
     # a branch whose spans moved past the cut left starts that the branch recorded in them,
     # its ask matched elsewhere and its chat written past the cut, takes back when it calls
-    ([(0, "ask"), (1, "ask"), (0, "chat"), (0, "call"), (2, "ask"), (2, "chat"), (1, "chat"), (2, "call"),
-      (1, "call")],
-     [(2, "ask"), (2, "chat"), (0, "ask"), (0, "chat"), (2, "call"), (0, "call"), (1, "ask"), (1, "chat"),
-      (1, "call")], ("llm.request", "q0")),
+    (_steps("0:ask 1:ask 0:chat 0:call 2:ask 2:chat 1:chat 2:call 1:call"),
+     _steps("2:ask 2:chat 0:ask 0:chat 2:call 0:call 1:ask 1:chat 1:call"), ("llm.request", "q0")),
 ])
 def test_forks_of_nested_spans_alike_opened_in_another_order(server: LLMServer, store: Any, recorded: Schedule,
                                                              forked_in: Schedule, cut_at: tuple[str, Any] | int) -> None:
@@ -542,11 +531,10 @@ def test_a_fork_with_fewer_branches_cut_before_the_others_spans_finishes(server:
     the parent asked its call under spans it opened past the cut; nothing is left open."""
     handle = al.instrument(instrumentors=[])
     try:
-        run = al.record(_nested(server, ["q0", "q1"], [(1, "ask"), (1, "chat"), (0, "ask"), (0, "chat"),
-                                                       (1, "call"), (0, "call")]), store=store, name="nested")
+        run = al.record(_nested(server, ["q0", "q1"], _steps("1:ask 1:chat 0:ask 0:chat 1:call 0:call")), store=store, name="nested")
         assert [run.event(seq).payload.get("name") for seq in (2, 3)] == ["ask", "chat"]
 
-        forked = al.fork(run, cut, program=_nested(server, ["q0"], [(0, "ask"), (0, "chat"), (0, "call")]))
+        forked = al.fork(run, cut, program=_nested(server, ["q0"], _steps("0:ask 0:chat 0:call")))
 
         assert forked.status == "finished"
         _nested_well(forked, 1)
@@ -578,13 +566,21 @@ def test_random_forks_of_nested_spans_alike_finish_as_the_parent(server: LLMServ
         handle.uninstrument()
 
 
+def _chats_name_their_calls(run: Any) -> None:
+    """Each chat span's "topic" attribute is the question of the model call under it."""
+    started = {e.span_id: e for e in run.iter_events() if e.type == "span.started"}
+    for asked in (e for e in run.iter_events() if e.type == "llm.request"):
+        chat = started[started[asked.span_id].payload["parent"]]
+        assert chat.payload["attributes"]["topic"] == asked.payload["messages"][-1]["content"], chat.seq
+
+
 def test_a_span_moved_past_the_cut_is_written_as_the_program_opened_it(server: LLMServer, store: Any) -> None:
     """A fork whose branch took, in the prefix, a chat whose tracer's attributes name another
     question (they are not compared), and whose call then goes past the cut: its chat moves
     past the cut with its own attributes, not those of the start it had taken; that start is
     taken by the branch it was recorded for."""
-    recorded = [(0, "ask"), (1, "ask"), (0, "chat"), (0, "call"), (1, "chat"), (1, "call")]
-    forked_in = [(1, "ask"), (1, "chat"), (1, "call"), (0, "ask"), (0, "chat"), (0, "call")]
+    recorded = _steps("0:ask 1:ask 0:chat 0:call 1:chat 1:call")
+    forked_in = _steps("1:ask 1:chat 1:call 0:ask 0:chat 0:call")
     questions = ["q0", "q1"]
     handle = al.instrument(instrumentors=[])
     try:
@@ -595,10 +591,7 @@ def test_a_span_moved_past_the_cut_is_written_as_the_program_opened_it(server: L
 
         assert forked.status == "finished"
         _nested_well(forked, 2)
-        started = {e.span_id: e for e in forked.iter_events() if e.type == "span.started"}
-        for asked in (e for e in forked.iter_events() if e.type == "llm.request"):
-            chat = started[started[asked.span_id].payload["parent"]]
-            assert chat.payload["attributes"]["topic"] == asked.payload["messages"][-1]["content"], chat.seq
+        _chats_name_their_calls(forked)
         assert len(server.requests) == sent
     finally:
         handle.uninstrument()
@@ -609,8 +602,8 @@ def test_a_tracers_span_the_parent_opened_past_the_cut_goes_there(server: LLMSer
     prefix's chat names the first branch's question (a tracer's attribute, not compared), the
     parent opened the other's past the cut; so the other's goes past the cut, and each chat
     names the question asked under it."""
-    recorded = [(0, "ask"), (1, "ask"), (0, "chat"), (0, "call"), (1, "chat"), (1, "call")]
-    forked_in = [(1, "ask"), (0, "ask"), (1, "chat"), (0, "chat"), (0, "call"), (1, "call")]
+    recorded = _steps("0:ask 1:ask 0:chat 0:call 1:chat 1:call")
+    forked_in = _steps("1:ask 0:ask 1:chat 0:chat 0:call 1:call")
     questions = ["q0", "q1"]
     handle = al.instrument(instrumentors=[])
     try:
@@ -622,10 +615,7 @@ def test_a_tracers_span_the_parent_opened_past_the_cut_goes_there(server: LLMSer
 
         assert forked.status == "finished"
         _nested_well(forked, 2)
-        started = {e.span_id: e for e in forked.iter_events() if e.type == "span.started"}
-        for asked in (e for e in forked.iter_events() if e.type == "llm.request"):
-            chat = started[started[asked.span_id].payload["parent"]]
-            assert chat.payload["attributes"]["topic"] == asked.payload["messages"][-1]["content"], chat.seq
+        _chats_name_their_calls(forked)
         assert len(server.requests) == sent
     finally:
         handle.uninstrument()
