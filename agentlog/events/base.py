@@ -102,6 +102,10 @@ class _Field:
     required: bool
     revive: Callable[..., Any] | None
     """For a nested value (``Usage``): builds it from its JSON form when read unchecked."""
+    passes: frozenset[type] = frozenset()
+    """The types whose values :attr:`check` returns as they are with no further look (a
+    field's plain types but ``float``, whose value must be finite): a body's check of such a
+    value is a set lookup, not a call."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,6 +144,8 @@ class Body:
     def __post_init__(self) -> None:
         for f in self._fields_:
             value = getattr(self, f.name)
+            if type(value) in f.passes:
+                continue
             checked = f.check(value, self.TYPE, f.name)
             if checked is not value:
                 object.__setattr__(self, f.name, checked)
@@ -436,8 +442,10 @@ def _compile(cls: type[Body]) -> tuple[_Field, ...]:
         has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
         default = f.default if f.default is not dataclasses.MISSING else None
         nested = _value_class(hints[f.name])
+        simple = _simple_types(hints[f.name])
+        passes = frozenset() if simple is None else simple - {float}
         out.append(_Field(f.name, where, _checker(hints[f.name]), default, required=not has_default,
-                          revive=None if nested is None else nested.from_json))
+                          revive=None if nested is None else nested.from_json, passes=passes))
     return tuple(out)
 
 
