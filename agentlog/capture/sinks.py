@@ -998,9 +998,11 @@ class ReplaySink:
 
     def _opened_past(self, items: Sequence[Emit]) -> bool:
         """Whether a tracer's span opening that the prefix has only with other attributes is one
-        the parent opened past a fork's cut with the same attributes, under a span of the
+        the parent opened past a fork's cut with the same attributes: under a span of the
         prefix that the program's parent span is, or is re-bound to, and that has nothing left
-        in the prefix (which then takes it as gone past the cut)."""
+        in the prefix (which then takes it as gone past the cut); or under spans alike to the
+        program's parent spans that the parent opened past the cut too, where those program
+        spans, having done nothing else, are moved (:meth:`_move_past`)."""
         cache = self._cache if self.in_prefix else None
         body = items[0].body
         if cache is None or not isinstance(body, SpanStarted) or body.parent is None:
@@ -1010,8 +1012,11 @@ class ReplaySink:
         opened = _without(body.to_payload(), {_PARENT})
         for started in cache.starts(body.name):
             under = _parent_of(started)
-            if under is None or _seq_of(under) >= self.prefix or started.actor != items[0].actor \
-                    or _without(started.payload, {_PARENT}) != opened:
+            if under is None or started.actor != items[0].actor or _without(started.payload, {_PARENT}) != opened:
+                continue
+            if _seq_of(under) >= self.prefix:
+                if self._move_past(have, under, cache, room=True):
+                    return True
                 continue
             swaps = [] if under == have else self._swaps(have, under)
             if swaps is not None and self._bound_if(swaps, partial(self._gone_past, under)):
@@ -1080,35 +1085,46 @@ class ReplaySink:
                 return
         self._move_past(have, asked, cache)
 
-    def _move_past(self, have: str, asked: str, cache: ResponseCache) -> None:
+    def _move_past(self, have: str, asked: str, cache: ResponseCache, *, room: bool = False) -> bool:
         """Before a call goes past the cut from span ``have`` of the prefix, which the parent
         asked it under a span alike that it opened past the cut (``asked``, and its parents
         alike up to a span of the prefix): the program spans bound to ``have`` and its parents
         as far, having done nothing else, are written past the cut under that span (re-bound
         to it if need be), and the starts they had matched are left to the next spans alike
-        opened where they were (:meth:`_adopt`)."""
+        opened where they were (:meth:`_adopt`). ``room``: only when the parent opened more
+        spans like the top one past the cut there than the fork has so far (so that one is still
+        to come for the start left). Whether they were moved."""
         theirs = self._tail_chain(asked, cache)
         under = _parent_of(theirs[-1]) if theirs else None
         if theirs is None or under is None:
-            return
+            return False
         mine: list[tuple[str, Event]] = []  # the prefix's spans bound to the program's, from have up
         span: str | None = have
         below: str | None = None
         for alike in theirs:
             if span is None or _seq_of(span) >= self.prefix or span in self._orphans:
-                return
+                return False
             start, program = self._start_of(span), self._of.get(span, span)
             if start is None or not _alike(start, alike) or not (self._opened(program) and self._free(program, below)):
-                return
+                return False
             mine.append((span, start))
             span, below = _parent_of(start), program
         swaps = [] if span == under else None if span is None else self._swaps(span, under, below=(below, None))
-        if swaps is None:
-            return
+        if swaps is None or (room and not self._room(theirs[-1], cache)):
+            return False
         self._bind(swaps)
         self._cut()
         for span, start in reversed(mine):
             under = self._take_past(span, start, under) or self._write_past(span, start, under)
+        return True
+
+    def _room(self, top: Event, cache: ResponseCache) -> bool:
+        """Whether the parent opened more spans like ``top`` (one it opened past the cut) under
+        its parent past the cut than the fork has written there so far."""
+        under = _parent_of(top)
+        theirs = sum(1 for e in cache.starts(str(top.payload.get("name"))) if _parent_of(e) == under and _alike(e, top))
+        mine = sum(1 for e in self._new_starts.values() if _parent_of(e) == under and _alike(e, top))
+        return theirs > mine
 
     def _take_past(self, span: str, start: Event, under: str) -> str | None:
         """Swap the program span bound to span ``span`` of the prefix with one opened alike past

@@ -619,3 +619,31 @@ def test_a_tracers_span_the_parent_opened_past_the_cut_goes_there(server: LLMSer
         assert len(server.requests) == sent
     finally:
         handle.uninstrument()
+
+
+def test_a_tracers_span_the_parent_opened_under_spans_past_the_cut_goes_there_with_them(
+        server: LLMServer, store: Any) -> None:
+    """A fork cut just after a branch's chat opened, the other branch's ask recorded after the
+    cut (a LangGraph ``Send`` fan-out traced by LangChain and the OpenAI instrumentor); the
+    fork's other branch opens its ask and chat first. Its ask took the prefix's (alike), but
+    the prefix's chat names the first branch's question, and the parent opened the other's
+    past the cut under an ask of its own there: so the other branch's ask goes past the cut
+    with its chat, and the first branch takes the prefix's ask and chat; each chat names the
+    question asked under it."""
+    recorded = _steps("0:ask 0:chat 1:ask 1:chat 0:call 1:call")
+    forked_in = _steps("1:ask 1:chat 0:ask 0:chat 1:call 0:call")
+    questions = ["q0", "q1"]
+    handle = al.instrument(instrumentors=[])
+    try:
+        run = al.record(_nested(server, questions, recorded, topics=True), store=store, name="topics")
+        cut = next(e.seq for e in run.iter_events() if e.type == "span.started" and e.payload["name"] == "chat")
+        sent = len(server.requests)
+
+        forked = al.fork(run, cut, program=_nested(server, questions, forked_in, topics=True))
+
+        assert forked.status == "finished"
+        _nested_well(forked, 2)
+        _chats_name_their_calls(forked)
+        assert len(server.requests) == sent
+    finally:
+        handle.uninstrument()
