@@ -20,7 +20,12 @@ process's CPU time (``time.process_time``), and wall time beside it:
   close, which seals its segment, is timed too).
 
 The figure to read is ``agentlog_over_floor_us``: what agentlog costs per span beyond the
-floor, in CPU time. With ``--pieces``, the steps of a plain span's two events in this tree are
+floor, in CPU time. With ``--ceiling``, a fourth row, ``free_bodies``: the ``agentlog`` row
+with its two typed bodies taken ready-made (``started_of`` and ``ended_of`` return the plain
+span's) and each payload's walk and encoding looked up by its ``repr`` instead of made: what
+the rest of the path (recording lookup, bookkeeping, batch, chain hash, events, WAL) costs
+when building and encoding the bodies cost nothing, so the most that faster bodies and a
+faster walk could give in Python. A probe, not a mode: it patches agentlog in the process. With ``--pieces``, the steps of a plain span's two events in this tree are
 also timed alone (``pieces_us``: the two bodies built, their payloads, the walk and encode, the
 whole staging, the batch, one WAL write); it needs a tree with ``RunWriter._stage_body``.
 """
@@ -28,6 +33,7 @@ whole staging, the batch, one WAL write); it needs a tree with ``RunWriter._stag
 from __future__ import annotations
 
 import argparse
+import contextlib
 import contextvars
 import hashlib
 import json
@@ -36,7 +42,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -107,8 +113,38 @@ def _spans(tracer: Any, count: int) -> None:
             pass
 
 
-def floor(*, quick: bool = False) -> dict[str, Any]:
-    """The three rows (see the module docstring), as a dict."""
+@contextlib.contextmanager
+def _free_bodies() -> Iterator[None]:
+    """The ``free_bodies`` probe: agentlog's bodies ready-made and its payload encodings looked
+    up (see the module docstring), for the ``with`` block."""
+    from agentlog.interop.spanmap import ended_of, started_of
+    from agentlog.otel import processor
+    from agentlog.store.payload import PayloadPreparer
+
+    started = started_of("step", {}, {"kind": "INTERNAL", "scope": "bench"}, parent=None, kind="chain")
+    ended = ended_of("step", {}, 1, None, started=started, kind="chain")
+    encode = PayloadPreparer.encode
+    done: dict[str, Any] = {}
+
+    def looked_up(self: PayloadPreparer, payload: Any) -> Any:
+        key = repr(payload)
+        found = done.get(key)
+        if found is None:
+            found = done[key] = encode(self, payload)
+        return found
+
+    processor.started_of, processor.ended_of = (lambda *a, **k: started), (lambda *a, **k: ended)  # type: ignore[assignment]
+    PayloadPreparer.encode = looked_up  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        processor.started_of, processor.ended_of = started_of, ended_of
+        PayloadPreparer.encode = encode  # type: ignore[method-assign]
+
+
+def floor(*, quick: bool = False, ceiling: bool = False) -> dict[str, Any]:
+    """The three rows (see the module docstring), and the ``free_bodies`` probe with
+    ``ceiling``, as a dict."""
     from opentelemetry.sdk.trace import TracerProvider
 
     import agentlog as al
@@ -136,6 +172,11 @@ def floor(*, quick: bool = False) -> dict[str, Any]:
             "floor": lambda: _spans(floored.get_tracer("bench"), count),
             "agentlog": agentlog_row,
         }
+        if ceiling:
+            def free_bodies_row() -> None:
+                with _free_bodies():
+                    agentlog_row()
+            rows["free_bodies"] = free_bodies_row
         for run in rows.values():  # warm
             run()
         cpu: dict[str, list[float]] = {name: [] for name in rows}
@@ -158,6 +199,8 @@ def floor(*, quick: bool = False) -> dict[str, Any]:
     out["agentlog_over_bare_us"] = round(us["agentlog"] - us["bare"], 1)
     out["agentlog_over_floor_us"] = round(us["agentlog"] - us["floor"], 1)
     out["agentlog_over_floor_ratio"] = round((us["agentlog"] - us["bare"]) / max(us["floor"] - us["bare"], 1e-9), 2)
+    if ceiling:
+        out["free_bodies_over_bare_us"] = round(us["free_bodies"] - us["bare"], 1)
     out["target_spans_per_s>=20000"] = out["agentlog_cpu_spans_per_s"] >= 20000
     out["load_average_1min"] = round(os.getloadavg()[0], 2)
     return out
@@ -204,8 +247,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer spans and trials")
     parser.add_argument("--pieces", action="store_true", help="also time the steps of a span alone")
+    parser.add_argument("--ceiling", action="store_true",
+                        help="also the free_bodies probe: agentlog with its bodies and encodings costing nothing")
     args = parser.parse_args()
-    out: dict[str, Any] = {"bench": "spans_floor", "quick": args.quick, **floor(quick=args.quick)}
+    out: dict[str, Any] = {"bench": "spans_floor", "quick": args.quick,
+                           **floor(quick=args.quick, ceiling=args.ceiling)}
     if args.pieces:
         out["pieces_us"] = pieces()
     print(json.dumps(out))
