@@ -249,6 +249,13 @@ def _traced_start(item: Emit) -> bool:
     return item.span_item == 0 and isinstance(item.body, SpanStarted) and item.body.otel is not None
 
 
+def _told_by_attributes(item: Emit) -> bool:
+    """Whether ``item`` opens a tracer's span with attributes (which may tell which of spans
+    alike it is: the OpenAI instrumentor's request)."""
+    body = item.body
+    return _traced_start(item) and isinstance(body, SpanStarted) and bool(body.attributes)
+
+
 def _opened_in(item: Emit) -> str | None:
     """The span a batch's first item is written in: for a ``span.started`` that opens its own
     span, the span it opens under."""
@@ -824,8 +831,10 @@ class ReplaySink:
             return None
         have = self._rec(body.parent)
         assert have is not None
-        if all(isinstance(item.body, SpanStarted) for item in items) and self._gone_past(have):
+        if not (exact and body.attributes) and all(isinstance(item.body, SpanStarted) for item in items) \
+                and self._gone_past(have):
             return None  # a span opened under a flow gone past the cut: no sign yet that it is another's
+        # (with exact, attributes the same as a recorded span's, such as its request, are that sign)
         for event, skipped, part in self._places(items, first=True, across=across):
             want = event.payload.get(_PARENT)
             if want is None or want == have or event.span_id in self._as:
@@ -978,23 +987,26 @@ class ReplaySink:
         """The recorded events a batch is, all inside the prefix: at the next seq, else at
         the first later seq where they follow one another, none matched yet, in spans (and
         caused by events) that none of the events before them not yet matched is in; else
-        once spans alike are re-bound (:meth:`_rebound`)."""
+        once spans alike are re-bound (:meth:`_rebound`); a tracer's span told apart by its
+        attributes where they are the same every run (see below)."""
         self._skip_fork_start()
         first = self._peek()
         if first is None or first.seq + len(items) > self.prefix:
             return None  # past the prefix, or across its end: one by one, each where it goes
         found = self._batch_at(items, first.seq, self._prev) or self._later_batch(items)
-        if found is None:
+        if found is not None and (found[1] or not _traced_start(items[0])):
+            return found[0]
+        if found is None and not _told_by_attributes(items[0]):
             return self._rebound(items)
-        at, exact = found
-        if exact or not _traced_start(items[0]):
-            return at
-        # a tracer's span, its attributes not those recorded here: spans like it opened side by
-        # side (one per thread or task) are told apart by them when they are the same every run
-        told = self._same_attributes(items) or self._rebound(items, exact=True)
+        # A tracer's span, not with the attributes recorded where it fits, or fitting nowhere as
+        # the spans are bound while its attributes may tell whose it is: spans like it opened
+        # side by side (one per thread or task) are told apart by them when they are the same
+        # every run; else it goes where the parent opened it past a fork's cut (emit_many);
+        # else it is the one it fits, or one alike re-bound.
+        told = (self._same_attributes(items) if found is not None else None) or self._rebound(items, exact=True)
         if told is None and self._opened_past(items):
-            return None  # the parent opened it past a fork's cut: it goes there (emit_many)
-        return told or at
+            return None
+        return told or (found[0] if found is not None else self._rebound(items))
 
     def _opened_past(self, items: Sequence[Emit]) -> bool:
         """Whether a tracer's span opening that the prefix has only with other attributes is one
@@ -1122,7 +1134,7 @@ class ReplaySink:
         """Whether the parent opened more spans like ``top`` (one it opened past the cut) under
         its parent past the cut than the fork has written there so far."""
         under = _parent_of(top)
-        theirs = sum(1 for e in cache.starts(str(top.payload.get("name"))) if _parent_of(e) == under and _alike(e, top))
+        theirs = sum(1 for e in cache.starts(str(top.payload.get(SpanStarted.K.name))) if _parent_of(e) == under and _alike(e, top))
         mine = sum(1 for e in self._new_starts.values() if _parent_of(e) == under and _alike(e, top))
         return theirs > mine
 

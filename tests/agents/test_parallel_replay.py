@@ -647,3 +647,29 @@ def test_a_tracers_span_the_parent_opened_under_spans_past_the_cut_goes_there_wi
         assert len(server.requests) == sent
     finally:
         handle.uninstrument()
+
+
+def test_a_tracers_span_found_nowhere_as_bound_is_told_by_its_attributes(server: LLMServer, store: Any) -> None:
+    """A fork cut in the second branch's call, run one branch after the other in another
+    order. The branch run first took the prefix's first ask (another branch's, whose chat the
+    parent opened past the cut: a flow gone past it), so its chat fits nowhere as bound; its
+    question is the prefix's chat under another ask, and it re-binds there (it went past the
+    cut, and a chat with another question later took the one it wrote). Each chat names its
+    call's question."""
+    recorded = _steps("2:ask 1:ask 1:chat 0:ask 0:chat 0:call 1:call 2:chat 2:call")
+    forked_in = _steps("1:ask 1:chat 1:call 2:ask 2:chat 2:call 0:ask 0:chat 0:call")
+    questions = ["q0", "q1", "q2"]
+    handle = al.instrument(instrumentors=[])
+    try:
+        run = al.record(_nested(server, questions, recorded, topics=True), store=store, name="topics")
+        cut = _first(run, "http.response", "q1")
+        sent = len(server.requests)
+
+        forked = al.fork(run, cut, program=_nested(server, questions, forked_in, topics=True))
+
+        assert forked.status == "finished"
+        _nested_well(forked, 3)
+        _chats_name_their_calls(forked)
+        assert len(server.requests) == sent
+    finally:
+        handle.uninstrument()
