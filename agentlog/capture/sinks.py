@@ -249,13 +249,6 @@ def _traced_start(item: Emit) -> bool:
     return item.span_item == 0 and isinstance(item.body, SpanStarted) and item.body.otel is not None
 
 
-def _told_by_attributes(item: Emit) -> bool:
-    """Whether ``item`` opens a tracer's span with attributes (which may tell which of spans
-    alike it is: the OpenAI instrumentor's request)."""
-    body = item.body
-    return _traced_start(item) and isinstance(body, SpanStarted) and bool(body.attributes)
-
-
 def _opened_in(item: Emit) -> str | None:
     """The span a batch's first item is written in: for a ``span.started`` that opens its own
     span, the span it opens under."""
@@ -831,10 +824,9 @@ class ReplaySink:
             return None
         have = self._rec(body.parent)
         assert have is not None
-        if not (exact and body.attributes) and all(isinstance(item.body, SpanStarted) for item in items) \
-                and self._gone_past(have):
+        if not exact and all(isinstance(item.body, SpanStarted) for item in items) and self._gone_past(have):
             return None  # a span opened under a flow gone past the cut: no sign yet that it is another's
-        # (with exact, attributes the same as a recorded span's, such as its request, are that sign)
+        # (with exact, a recorded span it is the same as, attributes and all, is that sign)
         for event, skipped, part in self._places(items, first=True, across=across):
             want = event.payload.get(_PARENT)
             if want is None or want == have or event.span_id in self._as:
@@ -996,13 +988,13 @@ class ReplaySink:
         found = self._batch_at(items, first.seq, self._prev) or self._later_batch(items)
         if found is not None and (found[1] or not _traced_start(items[0])):
             return found[0]
-        if found is None and not _told_by_attributes(items[0]):
+        if found is None and not _traced_start(items[0]):
             return self._rebound(items)
         # A tracer's span, not with the attributes recorded where it fits, or fitting nowhere as
-        # the spans are bound while its attributes may tell whose it is: spans like it opened
-        # side by side (one per thread or task) are told apart by them when they are the same
-        # every run; else it goes where the parent opened it past a fork's cut (emit_many);
-        # else it is the one it fits, or one alike re-bound.
+        # the spans are bound: spans like it opened side by side (one per thread or task) are
+        # told apart by them when they are the same every run; else it goes where the parent
+        # opened it past a fork's cut (emit_many); else it is the one it fits, or one alike
+        # re-bound.
         told = (self._same_attributes(items) if found is not None else None) or self._rebound(items, exact=True)
         if told is None and self._opened_past(items):
             return None

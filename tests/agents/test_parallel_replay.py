@@ -673,3 +673,28 @@ def test_a_tracers_span_found_nowhere_as_bound_is_told_by_its_attributes(server:
         assert len(server.requests) == sent
     finally:
         handle.uninstrument()
+
+
+def test_a_span_fitting_nowhere_as_bound_takes_the_prefixs_alike_under_a_flow_gone_past(
+        server: LLMServer, store: Any) -> None:
+    """A fork cut at the first call's answer, its branches' asks opened in another order: the
+    branch whose call the prefix holds opens its ask first and takes the prefix's first ask
+    (another branch's, whose chat the parent opened past the cut: a flow gone past it). Its
+    chat fits nowhere as bound, but is just like the prefix's chat under another ask whose
+    branch has done nothing yet: it re-binds there, rather than going past the cut and leaving
+    the prefix's chat and call to no one (a DivergenceError)."""
+    recorded = _steps("1:ask 2:ask 2:chat 2:call 0:ask 1:chat 1:call 0:chat 0:call")
+    forked_in = _steps("2:ask 0:ask 1:ask 1:chat 1:call 2:chat 0:chat 0:call 2:call")
+    questions = ["q0", "q1", "q2"]
+    handle = al.instrument(instrumentors=[])
+    try:
+        run = al.record(_nested(server, questions, recorded), store=store, name="alike")
+        sent = len(server.requests)
+
+        forked = al.fork(run, _first(run, "llm.response", "q2"), program=_nested(server, questions, forked_in))
+
+        assert forked.status == "finished"
+        _nested_well(forked, 3)
+        assert len(server.requests) == sent
+    finally:
+        handle.uninstrument()
