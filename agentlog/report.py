@@ -107,6 +107,7 @@ body.al-report { margin: 0; background: #fafafa; color: #1f2328;
 .al-report table.al-sbs .al-change { color: #92400e; font-family: Menlo, Consolas, monospace; font-size: 11.5px; }
 .al-report tr.sbs-shared td { color: #9ca3af; }
 .al-report tr.sbs-matched td { color: #6b7280; }
+.al-report tr.sbs-moved td { color: #6b7280; font-style: italic; }
 .al-report tr.sbs-changed td { background: #fffbeb; } .al-report tr.sbs-changed td.al-status { color: #b45309; }
 .al-report tr.sbs-only_a td.al-a { background: #fef2f2; } .al-report tr.sbs-only_a td.al-status { color: #b91c1c; }
 .al-report tr.sbs-only_b td.al-b { background: #f0fdf4; } .al-report tr.sbs-only_b td.al-status { color: #15803d; }
@@ -355,7 +356,8 @@ def _diff_section(d: RunDiff) -> str:
     usage = usage_rows(d.usage)
     legend = ('<div class="al-legend al-note"><span style="background:#fffbeb">changed</span>'
               '<span style="background:#fef2f2">only in a</span><span style="background:#f0fdf4">only in b</span>'
-              "<span>matched (grey): same step, same content</span></div>")
+              "<span>matched (grey): same step, same content</span>"
+              "<span><i>moved</i> (grey): the same step elsewhere in b</span></div>")
     patch = d.state_patch
     parts = [f'<div class="al-repr">{grid(facts)}</div>',
              "<h3>Usage (b − a)</h3>",

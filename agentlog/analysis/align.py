@@ -16,6 +16,11 @@ later (:mod:`agentlog.analysis.rundiff`).
   other side and skips the shorter way; when neither occurs within :data:`WINDOW` events, the
   two events are paired (same kind) or both reported alone.
 
+Then an event only in ``a`` and one only in ``b`` with the same signature, a name included,
+are paired as *moved*: the same step in another place (calls made side by side, finished in
+another order by a fork; the n-th such event only in ``a`` pairs with the n-th only in ``b``).
+A moved pair stands where its ``a`` event does.
+
 Pure: no I/O.
 
 >>> s = [("a", None, "x"), ("b", None, "y"), ("c", None, "z")]
@@ -24,13 +29,15 @@ Pure: no I/O.
 [('same', 0, 0), ('only_b', None, 1), ('same', 1, 2), ('changed', 2, 3)]
 >>> align(s, t, limit=0) == align(s, t)
 True
+>>> align([("a", None, "x"), ("b", None, "y")], [("b", None, "y"), ("a", None, "x")])
+[('same', 0, 1), ('moved', 1, 0)]
 """
 
 from __future__ import annotations
 
 import difflib
 from bisect import bisect_left
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Hashable, Sequence
 from typing import Final
 
@@ -43,7 +50,8 @@ WINDOW: Final = 1_000
 
 Sig = tuple[Hashable, ...]
 Step = tuple[str, int | None, int | None]
-"""``(status, index in a, index in b)``; status ``same``, ``changed``, ``only_a`` or ``only_b``."""
+"""``(status, index in a, index in b)``; status ``same``, ``changed``, ``moved``, ``only_a`` or
+``only_b``."""
 
 
 def _kind(sig: Sig) -> Sig:
@@ -52,9 +60,29 @@ def _kind(sig: Sig) -> Sig:
 
 def align(a: Sequence[Sig], b: Sequence[Sig], *, limit: int = DIFFLIB_LIMIT) -> list[Step]:
     """Align ``a`` and ``b`` (lists of signatures); see the module docstring."""
-    if len(a) <= limit and len(b) <= limit:
-        return _difflib(a, b)
-    return _greedy(a, b)
+    steps = _difflib(a, b) if len(a) <= limit and len(b) <= limit else _greedy(a, b)
+    return _moved(steps, a, b)
+
+
+def _moved(steps: list[Step], a: Sequence[Sig], b: Sequence[Sig]) -> list[Step]:
+    """``steps`` with each event only in ``a`` paired, as ``moved``, with the next event only in
+    ``b`` of the same named signature not paired yet; the pair stands where the ``a`` event
+    did and the ``b`` event's own step goes."""
+    alone_b: dict[Sig, deque[int]] = defaultdict(deque)  # signature -> steps only in b, in order
+    for n, (status, _, j) in enumerate(steps):
+        if status == "only_b" and j is not None and b[j][2] is not None:
+            alone_b[b[j]].append(n)
+    if not alone_b:
+        return steps
+    paired: dict[int, int] = {}  # step only in a -> step only in b
+    for n, (status, i, _) in enumerate(steps):
+        if status == "only_a" and i is not None and (waiting := alone_b.get(a[i])):
+            paired[n] = waiting.popleft()
+    if not paired:
+        return steps
+    taken = set(paired.values())
+    return [("moved", i, steps[paired[n]][2]) if n in paired else (status, i, j)
+            for n, (status, i, j) in enumerate(steps) if n not in taken]
 
 
 def _difflib(a: Sequence[Sig], b: Sequence[Sig]) -> list[Step]:

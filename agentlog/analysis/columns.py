@@ -260,7 +260,7 @@ RECOMPUTED_COST: Final = _cols(
 
 #: ``RunDiff.table()``: one row per aligned pair of events after the shared prefix.
 DIFF: Final = _cols(
-    ("status", _S, "``matched``, ``changed``, ``only_a`` or ``only_b``"),
+    ("status", _S, "``matched``, ``moved`` (the same event elsewhere in b), ``changed``, ``only_a`` or ``only_b``"),
     ("seq_a", _I, "the event's seq in run a (<NA> for only_b)"),
     ("seq_b", _I, "the event's seq in run b (<NA> for only_a)"),
     ("type", _S, "the event type"),

@@ -8,8 +8,9 @@
    the runs differ. For unrelated runs the hash columns are compared from seq 0.
 2. **The events after it** are aligned by signature (:mod:`agentlog.analysis.align`).
    Aligned pairs whose payloads are equal, apart from the fields that are bookkeeping of
-   where an event was served from (:data:`IGNORED`), are *matched*; the rest *changed*, with
-   a summary of what changed.
+   where an event was served from (:data:`IGNORED`), are *matched*, or *moved* when the
+   same step stands elsewhere in the other run (calls made side by side that a fork
+   finished in another order); the rest *changed*, with a summary of what changed.
 3. **The state patch** is ``diff_states`` of the two final states. Both are folded from the
    state at the end of the shared prefix, so they share structure and the patch costs what
    changed. It is computed on first use (folding a long run takes time).
@@ -63,7 +64,9 @@ _NAMED_BY: Final = (field(ToolCall, ToolCall.K.name), field(ToolCall, ToolCall.K
 _KEY: Final = LLMRequest.K.key
 
 _SUMMARY_OPS: Final = 2
-_STATUSES: Final = ("matched", "changed", "only_a", "only_b")
+_STATUSES: Final = ("matched", "moved", "changed", "only_a", "only_b")
+#: The statuses of events that differ (a moved event is the same event elsewhere).
+_DIFFERS: Final = ("changed", "only_a", "only_b")
 
 
 def _lineage(run: Run) -> dict[str, int]:
@@ -193,8 +196,18 @@ class RunDiff(Extensible):
         self._reducers = reducers
         statuses = Counter(rows.column("status").to_pylist())
         self.counts: dict[str, int] = {s: statuses.get(s, 0) for s in _STATUSES}
-        same = self.counts["changed"] + self.counts["only_a"] + self.counts["only_b"] == 0
+        same = sum(self.counts[s] for s in _STATUSES if s != "matched") == 0
         self.divergence: int | None = None if same else prefix
+
+    def after_text(self, a: str = "a", b: str = "b", *, matched: bool = True) -> str:
+        """The aligned events after the shared prefix, counted in words: "11 matched, 3 moved,
+        2 changed, 1 only in a, 0 only in b" (moved only when there are some; matched left
+        out with ``matched=False``); ``a`` and ``b``: what to call the runs."""
+        c = self.counts
+        same = f"{c['matched']:,} matched, " if matched else ""
+        moved = f"{c['moved']:,} moved, " if c["moved"] else ""
+        return (f"{same}{moved}{c['changed']:,} changed, {c['only_a']:,} only in {a}, "
+                f"{c['only_b']:,} only in {b}")
 
     @property
     def same(self) -> bool:
@@ -291,10 +304,8 @@ class RunDiff(Extensible):
     def __repr__(self) -> str:
         if self.same:
             return f"<RunDiff {self.a.id} = {self.b.id}: the same {self.prefix:,} events>"
-        c = self.counts
         return (f"<RunDiff {self.a.id} → {self.b.id}: {self.prefix:,} shared, diverge at seq "
-                f"{self.divergence}; {c['changed']} changed, {c['only_a']} only in a, "
-                f"{c['only_b']} only in b>")
+                f"{self.divergence}; {self.after_text(matched=False)}>")
 
     def __str__(self) -> str:
         from ..numbers import fmt_usd
@@ -307,21 +318,20 @@ class RunDiff(Extensible):
         c = self.counts
         lines.append(f"shared prefix: {self.prefix:,} events (by {self.prefix_from}); "
                      f"first divergence at seq {self.divergence}")
-        lines.append(f"after it: {c['matched']} matched, {c['changed']} changed, "
-                     f"{c['only_a']} only in a, {c['only_b']} only in b")
+        lines.append(f"after it: {self.after_text()}")
         d = self._usage["delta"]
         cost = "cost unknown" if pd.isna(d["cost_usd"]) else fmt_usd(d["cost_usd"], sign=True)
         lines.append(f"usage b - a: {d['input_tokens']:+,.0f} input tokens, "
                      f"{d['output_tokens']:+,.0f} output tokens, {cost}, "
                      f"{d['llm_calls']:+,.0f} llm calls, {d['tool_calls']:+,.0f} tool calls")
         cols = self.columns("status", "seq_a", "seq_b", "type")
-        shown = [i for i, status in enumerate(cols["status"]) if status != "matched"][:20]
+        shown = [i for i, status in enumerate(cols["status"]) if status in _DIFFERS][:20]
         for i in shown:
             sa = "-" if cols["seq_a"][i] is None else cols["seq_a"][i]
             sb = "-" if cols["seq_b"][i] is None else cols["seq_b"][i]
             lines.append(f"  {cols['status'][i]:<8} {sa!s:>6} {sb!s:>6}  {cols['type'][i]}  "
                          f"{self.summary(i)}")
-        hidden = sum(c[s] for s in ("changed", "only_a", "only_b")) - len(shown)
+        hidden = sum(c[s] for s in _DIFFERS) - len(shown)
         if hidden > 0:
             lines.append(f"  … {hidden:,} more")
         return "\n".join(lines)
@@ -372,8 +382,8 @@ def diff(run_a: Run, run_b: Run, *, reducers: Any = None) -> RunDiff:
         else:
             assert i is not None and j is not None
             pa_, pb = ea["payload"][i], eb["payload"][j]
-            if step == "same" and (pa_ == pb or _content(ea["type"][i], pa_) == _content(eb["type"][j], pb)):
-                step, summary = "matched", ""
+            if step in ("same", "moved") and (pa_ == pb or _content(ea["type"][i], pa_) == _content(eb["type"][j], pb)):
+                step, summary = "matched" if step == "same" else "moved", ""
             else:  # the summary is written when someone asks (RunDiff.summary)
                 step, summary = "changed", None
                 pending[len(status)] = (ea["type"][i], pa_, pb)

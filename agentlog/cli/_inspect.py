@@ -327,11 +327,9 @@ def _print_diff(d: Any, limit: int) -> None:
     if d.same:
         click.echo(f"the same {d.prefix:,} events")
         return
-    c = d.counts
     click.echo(f"shared prefix: {d.prefix:,} events (by {d.prefix_from}); first divergence at seq "
                f"{d.divergence}")
-    click.echo(f"after it: {c['matched']:,} matched, {c['changed']:,} changed, {c['only_a']:,} only in a, "
-               f"{c['only_b']:,} only in b")
+    click.echo(f"after it: {d.after_text()}")
     click.echo("\nusage:")
     usage = d.usage
     click.echo(pd.DataFrame({"metric": usage.index, "a": [fmt_num(v) for v in usage["a"]],

@@ -149,9 +149,8 @@ def fork_command(run: str, at: int, spec: str, edit_file: str | None, name: str 
     if d.same:
         click.echo("it holds the same events as its parent")
     else:
-        c, u = d.counts, d.usage["delta"]
-        click.echo(f"first divergence at seq {d.divergence}: {c['changed']:,} changed, "
-                   f"{c['only_a']:,} only in {r.id}, {c['only_b']:,} only in the fork; usage "
+        u = d.usage["delta"]
+        click.echo(f"first divergence at seq {d.divergence}: {d.after_text(r.id, 'the fork', matched=False)}; usage "
                    f"{u['input_tokens']:+,.0f} input / {u['output_tokens']:+,.0f} output tokens, "
                    + ("cost unknown" if pd.isna(u["cost_usd"]) else f"${u['cost_usd']:+,.6f}"))
     click.echo(f"see: agentlog diff {r.id} {new.id}" + (f" --store {options.store_path}"

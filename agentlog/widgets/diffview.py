@@ -4,7 +4,9 @@ Built on :func:`agentlog.diff` (:class:`~agentlog.analysis.rundiff.RunDiff`): th
 prefix, the first divergence and the alignment of the events after it (a sequence alignment
 over event types and keys) come from there. The view lays them out as *aligned steps*: one per
 shared event (status ``same``), then one per aligned pair or lone event after the divergence
-(``same`` for a matched pair, ``shifted``, ``changed``, ``only_a``, ``only_b``).
+(``same`` for a matched pair, ``moved`` for the same event elsewhere in b: calls made side
+by side that a fork finished in another order, ``shifted``, ``changed``, ``only_a``,
+``only_b``).
 
 A pair whose only differences are counters that moved by the same amount in every pair after
 the divergence (``attributes.step`` 15 → 16, 16 → 17, …: the fork added a step) is
@@ -50,7 +52,7 @@ __all__ = ["DiffRow", "DiffView"]
 WINDOW: Final = 50          # rows shown either side of the divergence
 PAYLOAD_CHARS: Final = 70   # characters of a payload in a row
 GRAPH_ROWS: Final = 50      # graph changes listed
-STATUSES: Final = ("same", "shifted", "changed", "only_a", "only_b")
+STATUSES: Final = ("same", "moved", "shifted", "changed", "only_a", "only_b")
 SHIFT_PAIRS: Final = 5_000  # changed pairs examined for shifted counters
 
 
@@ -61,7 +63,7 @@ class DiffRow:
     step: int
     """Position in the aligned list (the slider's value)."""
     status: str
-    """``same``, ``shifted``, ``changed``, ``only_a`` or ``only_b``."""
+    """``same``, ``moved``, ``shifted``, ``changed``, ``only_a`` or ``only_b``."""
     seq_a: int | None
     """The event's seq in run a (``None``: only in b)."""
     seq_b: int | None
@@ -167,10 +169,12 @@ def shifted_pairs(pairs: Sequence[tuple[Any, Any]]) -> dict[int, str]:
 
 
 def _forward_fill(values: list[int | None], start: int) -> list[int]:
-    """Each position's last non-missing value so far (``start`` before the first)."""
+    """Each position's greatest value so far (``start`` before the first; missing values
+    skipped): the seqs of a run's side, which rise but at a moved event (the same event
+    elsewhere in b), which must not take b's state back."""
     out, last = [], start
     for v in values:
-        if v is not None:
+        if v is not None and v > last:
             last = v
         out.append(last)
     return out
@@ -439,7 +443,8 @@ class DiffView(KernelView):
         facts = [("run a", f"{self.a.id}, {len(self.a):,} events"),
                  ("run b", f"{self.b.id}, {len(self.b):,} events"),
                  ("shared prefix", f"{d.prefix:,} events"),
-                 ("after it", (f"{c['matched']:,} same, {c['changed'] - self.n_shifted:,} changed, "
+                 ("after it", (f"{c['matched']:,} same, " + (f"{c['moved']:,} moved, " if c["moved"] else "")
+                               + f"{c['changed'] - self.n_shifted:,} changed, "
                                f"{self.n_shifted:,} shifted, {c['only_a']:,} only in a, "
                                f"{c['only_b']:,} only in b"))]
         items = [section("Events", self.events_html, folded=False),

@@ -517,14 +517,12 @@ def usage_rows(usage: Any) -> list[tuple[str, str, str, str]]:
 def diff_facts(d: RunDiff) -> list[tuple[str, str]]:
     """The facts at the top of a diff (the card and the report): the two runs, the shared
     prefix, the first divergence and what came after it."""
-    c = d.counts
     facts = [(f"run {k}", f"{r.id}" + (f" ({r.name})" if r.name else "") + f", {len(r):,} events")
              for k, r in (("a", d.a), ("b", d.b))]
     facts.append(("shared prefix", f"{d.prefix:,} events (by {d.prefix_from})"))
     if not d.same:
         facts.append(("first divergence", f"seq {d.divergence}"))
-        facts.append(("after it", (f"{c['matched']:,} matched, {c['changed']:,} changed, "
-                                   f"{c['only_a']:,} only in a, {c['only_b']:,} only in b")))
+        facts.append(("after it", d.after_text()))
     return facts
 
 

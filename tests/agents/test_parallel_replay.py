@@ -698,3 +698,27 @@ def test_a_span_fitting_nowhere_as_bound_takes_the_prefixs_alike_under_a_flow_go
         assert len(server.requests) == sent
     finally:
         handle.uninstrument()
+
+
+def test_a_fork_that_ran_its_branches_in_another_order_diffs_as_moved_calls(server: LLMServer, store: Any) -> None:
+    """``al.diff`` of a run and its fork whose branches made the same calls in another order:
+    each call's events are the same step in both (matched, or moved where the order differs),
+    none only in one run; the text says how many moved."""
+    recorded = _steps("0:ask 0:chat 0:call 1:ask 1:chat 1:call 2:ask 2:chat 2:call")
+    forked_in = _steps("2:ask 2:chat 2:call 0:ask 0:chat 0:call 1:ask 1:chat 1:call")
+    questions = ["q0", "q1", "q2"]
+    handle = al.instrument(instrumentors=[])
+    try:
+        run = al.record(_nested(server, questions, recorded), store=store, name="in order")
+        graph = next(e.seq for e in run.iter_events() if e.type == "span.started")
+        forked = al.fork(run, graph, program=_nested(server, questions, forked_in))
+
+        d = al.diff(run, forked)
+
+        rows = d.table()
+        calls = rows[rows["type"].isin(["llm.request", "llm.response", "http.request", "http.response"])]
+        assert len(calls) == 4 * len(questions)
+        assert set(calls["status"]) <= {"matched", "moved"} and "moved" in set(calls["status"])
+        assert d.counts["moved"] > 0 and f"{d.counts['moved']} moved" in str(d)
+    finally:
+        handle.uninstrument()

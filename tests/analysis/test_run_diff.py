@@ -41,7 +41,7 @@ def test_diff_of_a_fork_and_its_parent(golden: tuple[Any, Any]) -> None:
     summaries = dict(zip(d.table()["seq_a"].fillna(-1), d.table()["summary"], strict=True))
     assert summaries[10] == '~ /ops/0/value: "restart" → "wait"'
     assert summaries[11] == '~ /data/state: "degraded" → "ok"'
-    assert d.counts == {"matched": 1, "changed": 3, "only_a": 4, "only_b": 2}
+    assert d.counts == {"matched": 1, "moved": 0, "changed": 3, "only_a": 4, "only_b": 2}
 
 
 def test_diff_state_patch_and_graph(golden: tuple[Any, Any]) -> None:
@@ -152,7 +152,9 @@ def test_align_insert_delete_change() -> None:
 
 @pytest.mark.parametrize("seed", range(20))
 def test_greedy_alignment_is_a_valid_alignment(seed: int) -> None:
-    """Both methods cover every index once, in order, and pair only events of the same kind."""
+    """Both methods cover every index once (in order, but for moved pairs, which stand where
+    their a event does), and pair only events of the same kind; a moved pair's events are the
+    same step."""
     rnd = random.Random(seed)
     base = [("t", None, rnd.choice("abcdefg")) for _ in range(rnd.randint(0, 60))]
     other = list(base)
@@ -168,15 +170,34 @@ def test_greedy_alignment_is_a_valid_alignment(seed: int) -> None:
     for limit in (0, 10_000):
         steps = align(base, other, limit=limit)
         seen_a = [i for _, i, _ in steps if i is not None]
-        seen_b = [j for _, _, j in steps if j is not None]
-        assert seen_a == list(range(len(base))) and seen_b == list(range(len(other)))
+        seen_b = [j for s, _, j in steps if j is not None and s != "moved"]
+        moved_b = [j for s, _, j in steps if s == "moved"]
+        assert seen_a == list(range(len(base))) and sorted(seen_b + moved_b) == list(range(len(other)))
+        assert seen_b == sorted(seen_b)
         for status, i, j in steps:
-            if status == "same":
+            if status in ("same", "moved"):
                 assert base[i] == other[j]
             elif status == "changed":
                 assert base[i][:2] == other[j][:2]
         if base == other:
             assert all(s == "same" for s, _, _ in steps)
+
+
+@pytest.mark.parametrize("limit", [0, 10_000])
+def test_events_in_another_order_are_moved_not_only_in_one_run(limit: int) -> None:
+    """Steps made side by side that finish in another order: each event is one step in both
+    runs, matched where the order agrees and moved where it does not; an event with no name
+    is not paired across the run."""
+    calls = [("llm.request", None, k) for k in ("k1", "k2", "k3")]
+    a = [("span.started", None, "graph"), *calls, ("note", None, None)]
+    b = [("span.started", None, "graph"), calls[2], calls[0], calls[1], ("note", None, None)]
+    steps = align(a, b, limit=limit)
+    assert sorted(s for s, _, _ in steps) == ["moved", "same", "same", "same", "same"]
+    for status, i, j in steps:
+        assert status in ("same", "moved") and a[i] == b[j]
+    unnamed = align([("note", None, None), ("x", None, "n")], [("x", None, "n"), ("note", None, None)], limit=limit)
+    assert ("moved", 1, 0) in unnamed or ("same", 1, 0) in unnamed
+    assert not any(s == "moved" and i == 0 for s, i, _ in unnamed)
 
 
 def test_greedy_alignment_of_long_tails_with_an_insertion() -> None:
