@@ -17,6 +17,7 @@ import pytest
 from _server import MODEL, SLOW, LLMServer
 
 import agentlog as al
+from agentlog.widgets.diffview import DiffView
 
 
 def _ask(question: str) -> dict[str, Any]:
@@ -720,5 +721,11 @@ def test_a_fork_that_ran_its_branches_in_another_order_diffs_as_moved_calls(serv
         assert len(calls) == 4 * len(questions)
         assert set(calls["status"]) <= {"matched", "moved"} and "moved" in set(calls["status"])
         assert d.counts["moved"] > 0 and f"{d.counts['moved']} moved" in str(d)
+        view = DiffView(run, forked)
+        moved = [row for row in view.rows if row.status == "moved"]
+        assert len(moved) == d.counts["moved"]
+        for row in moved:  # b's state at a moved row is never one from before an earlier row's
+            assert view.seqs_at(row.step)[1] >= max(r.seq_b or -1 for r in view.rows[:row.step + 1] if r.status != "moved")
+        assert view.events_html.count('class="al-dv-moved') == sum(1 for r in moved if view._lo <= r.step < view._hi)
     finally:
         handle.uninstrument()
