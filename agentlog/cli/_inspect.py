@@ -336,11 +336,13 @@ def _print_diff(d: Any, limit: int) -> None:
                              "b": [fmt_num(v) for v in usage["b"]],
                              "b - a": [fmt_num(v, sign=True) for v in usage["delta"]]}).to_string(index=False))
     rows = d.table()
-    rows = rows[rows["status"] != "matched"]
+    rows = rows[~rows["status"].isin(["matched", "moved"])]
     if rows.empty:
         return
     shown = rows.head(limit) if limit >= 0 else rows
-    click.echo(f"\nevents that differ ({len(shown):,} of {len(rows):,}):")
+    moved = d.counts["moved"]
+    click.echo(f"\nevents that differ ({len(shown):,} of {len(rows):,}"
+               + (f"; the {moved:,} moved are not listed: --json lists every row" if moved else "") + "):")
     click.echo(plain(pd.DataFrame({"status": shown["status"], "seq a": shown["seq_a"], "seq b": shown["seq_b"],
                                    "type": shown["type"], "summary": [cut(str(s), 90) for s in shown["summary"]]}),
                      na="-").to_string(index=False))
