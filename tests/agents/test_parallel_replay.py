@@ -7,9 +7,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import random
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -727,5 +730,12 @@ def test_a_fork_that_ran_its_branches_in_another_order_diffs_as_moved_calls(serv
         for row in moved:  # b's state at a moved row is never one from before an earlier row's
             assert view.seqs_at(row.step)[1] >= max(r.seq_b or -1 for r in view.rows[:row.step + 1] if r.status != "moved")
         assert view.events_html.count('class="al-dv-moved') == sum(1 for r in moved if view._lo <= r.step < view._hi)
+        agentlog = Path(sys.executable).with_name("agentlog")  # the console script beside this Python
+        done = subprocess.run([str(agentlog), "--store", str(store.path), "diff", run.id, forked.id],
+                              capture_output=True, text=True, check=False, timeout=120)
+        assert done.returncode == 1, done.stderr  # the runs differ (their order)
+        heading, *rows = done.stdout.split("events that differ", 1)[1].splitlines()
+        assert f"the {d.counts['moved']} moved are not listed" in heading
+        assert rows and not any(row.split()[0] == "moved" for row in rows[1:])
     finally:
         handle.uninstrument()
