@@ -87,8 +87,11 @@ def _moved(steps: list[Step], a: Sequence[Sig], b: Sequence[Sig]) -> list[Step]:
 
 def _difflib(a: Sequence[Sig], b: Sequence[Sig]) -> list[Step]:
     steps: list[Step] = []
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    # named signatures of the events each side has out of the matching blocks: to be moved
+    alone_a = {a[i] for tag, i1, i2, _, _ in opcodes if tag != "equal" for i in range(i1, i2) if a[i][2] is not None}
+    alone_b = {b[j] for tag, _, _, j1, j2 in opcodes if tag != "equal" for j in range(j1, j2) if b[j][2] is not None}
+    for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
             steps.extend(("same", i, j) for i, j in zip(range(i1, i2), range(j1, j2), strict=True))
         elif tag == "delete":
@@ -96,16 +99,21 @@ def _difflib(a: Sequence[Sig], b: Sequence[Sig]) -> list[Step]:
         elif tag == "insert":
             steps.extend(("only_b", None, j) for j in range(j1, j2))
         else:
-            steps.extend(_pair_block(a, b, range(i1, i2), range(j1, j2)))
+            steps.extend(_pair_block(a, b, range(i1, i2), range(j1, j2), alone_a, alone_b))
     return steps
 
 
-def _pair_block(a: Sequence[Sig], b: Sequence[Sig], ia: range, jb: range) -> list[Step]:
-    """Pair a replaced block's events of the same (type, actor) in order."""
+def _pair_block(a: Sequence[Sig], b: Sequence[Sig], ia: range, jb: range,
+                alone_a: set[Sig], alone_b: set[Sig]) -> list[Step]:
+    """Pair a replaced block's events of the same (type, actor) in order, but for named events
+    whose very signature the other run has out of the matching blocks too (``alone_b`` for an
+    event of a, ``alone_a`` for one of b): those are left alone, to be paired as moved (a
+    span's end is not another span's end changed)."""
     steps: list[Step] = []
     j, end = jb.start, jb.stop
     for i in ia:
-        k = next((k for k in range(j, end) if _kind(b[k]) == _kind(a[i])), None)
+        k = None if a[i] in alone_b else next(
+            (k for k in range(j, end) if _kind(b[k]) == _kind(a[i]) and b[k] not in alone_a), None)
         if k is None:
             steps.append(("only_a", i, None))
             continue
