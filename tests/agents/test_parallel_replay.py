@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -578,27 +579,42 @@ def _chats_name_their_calls(run: Any) -> None:
         assert chat.payload["attributes"]["topic"] == asked.payload["messages"][-1]["content"], chat.seq
 
 
+def _forks_well(server: LLMServer, store: Any, recorded: str, forked_in: str, cut: Callable[[Any], int], *,
+                topics: bool = True) -> None:
+    """Record the branches of :func:`_nested` in the order ``recorded`` (one question a
+    branch), fork the run at ``cut(run)`` with them in the order ``forked_in``: the fork
+    finishes, well nested (:func:`_nested_well`), with no request sent; with ``topics``, each
+    chat names the question of its call (:func:`_chats_name_their_calls`)."""
+    schedule = _steps(recorded)
+    questions = [f"q{b}" for b in range(1 + max(b for b, _ in schedule))]
+    handle = al.instrument(instrumentors=[])
+    try:
+        run = al.record(_nested(server, questions, schedule, topics=topics), store=store, name="branches")
+        sent = len(server.requests)
+
+        forked = al.fork(run, cut(run), program=_nested(server, questions, _steps(forked_in), topics=topics))
+
+        assert forked.status == "finished"
+        _nested_well(forked, len(questions))
+        if topics:
+            _chats_name_their_calls(forked)
+        assert len(server.requests) == sent
+    finally:
+        handle.uninstrument()
+
+
+def _first_chat(run: Any) -> int:
+    """The seq of the first chat span's start."""
+    return next(e.seq for e in run.iter_events() if e.type == "span.started" and e.payload["name"] == "chat")
+
+
 def test_a_span_moved_past_the_cut_is_written_as_the_program_opened_it(server: LLMServer, store: Any) -> None:
     """A fork whose branch took, in the prefix, a chat whose tracer's attributes name another
     question (they are not compared), and whose call then goes past the cut: its chat moves
     past the cut with its own attributes, not those of the start it had taken; that start is
     taken by the branch it was recorded for."""
-    recorded = _steps("0:ask 1:ask 0:chat 0:call 1:chat 1:call")
-    forked_in = _steps("1:ask 1:chat 1:call 0:ask 0:chat 0:call")
-    questions = ["q0", "q1"]
-    handle = al.instrument(instrumentors=[])
-    try:
-        run = al.record(_nested(server, questions, recorded, topics=True), store=store, name="topics")
-        sent = len(server.requests)
-
-        forked = al.fork(run, _first(run, "span.ended", "q0"), program=_nested(server, questions, forked_in, topics=True))
-
-        assert forked.status == "finished"
-        _nested_well(forked, 2)
-        _chats_name_their_calls(forked)
-        assert len(server.requests) == sent
-    finally:
-        handle.uninstrument()
+    _forks_well(server, store, "0:ask 1:ask 0:chat 0:call 1:chat 1:call", "1:ask 1:chat 1:call 0:ask 0:chat 0:call",
+                lambda run: _first(run, "span.ended", "q0"))
 
 
 def test_a_tracers_span_the_parent_opened_past_the_cut_goes_there(server: LLMServer, store: Any) -> None:
@@ -606,23 +622,8 @@ def test_a_tracers_span_the_parent_opened_past_the_cut_goes_there(server: LLMSer
     prefix's chat names the first branch's question (a tracer's attribute, not compared), the
     parent opened the other's past the cut; so the other's goes past the cut, and each chat
     names the question asked under it."""
-    recorded = _steps("0:ask 1:ask 0:chat 0:call 1:chat 1:call")
-    forked_in = _steps("1:ask 0:ask 1:chat 0:chat 0:call 1:call")
-    questions = ["q0", "q1"]
-    handle = al.instrument(instrumentors=[])
-    try:
-        run = al.record(_nested(server, questions, recorded, topics=True), store=store, name="topics")
-        cut = next(e.seq for e in run.iter_events() if e.type == "span.started" and e.payload["name"] == "chat")
-        sent = len(server.requests)
-
-        forked = al.fork(run, cut, program=_nested(server, questions, forked_in, topics=True))
-
-        assert forked.status == "finished"
-        _nested_well(forked, 2)
-        _chats_name_their_calls(forked)
-        assert len(server.requests) == sent
-    finally:
-        handle.uninstrument()
+    _forks_well(server, store, "0:ask 1:ask 0:chat 0:call 1:chat 1:call", "1:ask 0:ask 1:chat 0:chat 0:call 1:call",
+                _first_chat)
 
 
 def test_a_tracers_span_the_parent_opened_under_spans_past_the_cut_goes_there_with_them(
@@ -634,23 +635,8 @@ def test_a_tracers_span_the_parent_opened_under_spans_past_the_cut_goes_there_wi
     past the cut under an ask of its own there: so the other branch's ask goes past the cut
     with its chat, and the first branch takes the prefix's ask and chat; each chat names the
     question asked under it."""
-    recorded = _steps("0:ask 0:chat 1:ask 1:chat 0:call 1:call")
-    forked_in = _steps("1:ask 1:chat 0:ask 0:chat 1:call 0:call")
-    questions = ["q0", "q1"]
-    handle = al.instrument(instrumentors=[])
-    try:
-        run = al.record(_nested(server, questions, recorded, topics=True), store=store, name="topics")
-        cut = next(e.seq for e in run.iter_events() if e.type == "span.started" and e.payload["name"] == "chat")
-        sent = len(server.requests)
-
-        forked = al.fork(run, cut, program=_nested(server, questions, forked_in, topics=True))
-
-        assert forked.status == "finished"
-        _nested_well(forked, 2)
-        _chats_name_their_calls(forked)
-        assert len(server.requests) == sent
-    finally:
-        handle.uninstrument()
+    _forks_well(server, store, "0:ask 0:chat 1:ask 1:chat 0:call 1:call", "1:ask 1:chat 0:ask 0:chat 1:call 0:call",
+                _first_chat)
 
 
 def test_a_tracers_span_found_nowhere_as_bound_is_told_by_its_attributes(server: LLMServer, store: Any) -> None:
@@ -660,23 +646,8 @@ def test_a_tracers_span_found_nowhere_as_bound_is_told_by_its_attributes(server:
     question is the prefix's chat under another ask, and it re-binds there (it went past the
     cut, and a chat with another question later took the one it wrote). Each chat names its
     call's question."""
-    recorded = _steps("2:ask 1:ask 1:chat 0:ask 0:chat 0:call 1:call 2:chat 2:call")
-    forked_in = _steps("1:ask 1:chat 1:call 2:ask 2:chat 2:call 0:ask 0:chat 0:call")
-    questions = ["q0", "q1", "q2"]
-    handle = al.instrument(instrumentors=[])
-    try:
-        run = al.record(_nested(server, questions, recorded, topics=True), store=store, name="topics")
-        cut = _first(run, "http.response", "q1")
-        sent = len(server.requests)
-
-        forked = al.fork(run, cut, program=_nested(server, questions, forked_in, topics=True))
-
-        assert forked.status == "finished"
-        _nested_well(forked, 3)
-        _chats_name_their_calls(forked)
-        assert len(server.requests) == sent
-    finally:
-        handle.uninstrument()
+    _forks_well(server, store, "2:ask 1:ask 1:chat 0:ask 0:chat 0:call 1:call 2:chat 2:call",
+                "1:ask 1:chat 1:call 2:ask 2:chat 2:call 0:ask 0:chat 0:call", lambda run: _first(run, "http.response", "q1"))
 
 
 def test_a_span_fitting_nowhere_as_bound_takes_the_prefixs_alike_under_a_flow_gone_past(
@@ -687,21 +658,9 @@ def test_a_span_fitting_nowhere_as_bound_takes_the_prefixs_alike_under_a_flow_go
     chat fits nowhere as bound, but is just like the prefix's chat under another ask whose
     branch has done nothing yet: it re-binds there, rather than going past the cut and leaving
     the prefix's chat and call to no one (a DivergenceError)."""
-    recorded = _steps("1:ask 2:ask 2:chat 2:call 0:ask 1:chat 1:call 0:chat 0:call")
-    forked_in = _steps("2:ask 0:ask 1:ask 1:chat 1:call 2:chat 0:chat 0:call 2:call")
-    questions = ["q0", "q1", "q2"]
-    handle = al.instrument(instrumentors=[])
-    try:
-        run = al.record(_nested(server, questions, recorded), store=store, name="alike")
-        sent = len(server.requests)
-
-        forked = al.fork(run, _first(run, "llm.response", "q2"), program=_nested(server, questions, forked_in))
-
-        assert forked.status == "finished"
-        _nested_well(forked, 3)
-        assert len(server.requests) == sent
-    finally:
-        handle.uninstrument()
+    _forks_well(server, store, "1:ask 2:ask 2:chat 2:call 0:ask 1:chat 1:call 0:chat 0:call",
+                "2:ask 0:ask 1:ask 1:chat 1:call 2:chat 0:chat 0:call 2:call", lambda run: _first(run, "llm.response", "q2"),
+                topics=False)
 
 
 def test_a_fork_that_ran_its_branches_in_another_order_diffs_as_moved_calls(server: LLMServer, store: Any) -> None:
