@@ -40,7 +40,7 @@ from ..chain import GENESIS
 from ..events import SPAN_STARTED, LLMRequest, LLMResponse, SpanStarted, ToolCall
 from . import columns as C
 from ._duck import query
-from .align import align
+from .align import Sig, Step, align
 from .queries import field
 from .tables import event_table, summary
 
@@ -349,6 +349,47 @@ def _short_item(value: Any) -> str:
     return short(_no_provenance(value), 100)
 
 
+#: Pairs of one signature paired again by likeness at most (a group costs its size squared).
+LIKENESS_GROUP: Final = 24
+
+
+def _same_content(ea: dict[str, list[Any]], eb: dict[str, list[Any]], i: int, j: int) -> bool:
+    pa_, pb = ea["payload"][i], eb["payload"][j]
+    return bool(pa_ == pb or _content(ea["type"][i], pa_) == _content(eb["type"][j], pb))
+
+
+def _by_likeness(steps: list[Step], sig_a: Sequence[Sig], ea: dict[str, list[Any]],
+                 eb: dict[str, list[Any]]) -> list[Step]:
+    """``steps`` with the pairs of one signature whose contents differ paired again, the most
+    alike first (fewest changes between them): spans of one name opened side by side, each
+    with its own input, are paired in the order they came, which a fork may change (a
+    LangGraph node's span for one topic against the other run's for another). A pair whose
+    partner changed is ``moved``. Groups over :data:`LIKENESS_GROUP` keep their order."""
+    from ..folding import diff_states, freeze
+
+    groups: dict[Sig, dict[int, tuple[int, int]]] = {}  # signature -> {step: (i, j)}
+    for n, (status, i, j) in enumerate(steps):
+        if status in ("same", "moved") and i is not None and j is not None and not _same_content(ea, eb, i, j):
+            groups.setdefault(sig_a[i], {})[n] = (i, j)
+    out = list(steps)
+    for pairs in groups.values():
+        if not 2 <= len(pairs) <= LIKENESS_GROUP:
+            continue
+        values_a = {n: freeze(_content(ea["type"][i], ea["payload"][i])) for n, (i, _) in pairs.items()}
+        values_b = {n: freeze(_content(eb["type"][j], eb["payload"][j])) for n, (_, j) in pairs.items()}
+        costs = sorted((len(diff_states(values_a[n], values_b[m]).changes), n != m, n, m)
+                       for n in pairs for m in pairs)  # the pair as aligned first, of equal likeness
+        taken_a: set[int] = set()
+        taken_b: set[int] = set()
+        for _, _, n, m in costs:
+            if n not in taken_a and m not in taken_b:
+                taken_a.add(n)
+                taken_b.add(m)
+                if m != n:
+                    out[n] = ("moved", pairs[n][0], pairs[m][1])
+    return out
+
+
 def diff(run_a: Run, run_b: Run, *, reducers: Any = None) -> RunDiff:
     """Compare two runs: shared prefix, first divergence, aligned events after it, state patch,
     graph changes and usage delta (see :mod:`agentlog.analysis.rundiff`).
@@ -374,7 +415,7 @@ def diff(run_a: Run, run_b: Run, *, reducers: Any = None) -> RunDiff:
     names: list[str | None] = []
     summaries: list[str | None] = []
     pending: dict[int, tuple[str, str, str]] = {}
-    for step, i, j in align(sig_a, sig_b):
+    for step, i, j in _by_likeness(align(sig_a, sig_b), sig_a, ea, eb):
         side, k = (ea, i) if i is not None else (eb, j)
         assert k is not None
         if step == "only_a" or step == "only_b":

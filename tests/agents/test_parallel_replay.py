@@ -698,3 +698,29 @@ def test_a_fork_that_ran_its_branches_in_another_order_diffs_as_moved_calls(serv
         assert rows and not any(row.split()[0] == "moved" for row in rows[1:])
     finally:
         handle.uninstrument()
+
+
+def test_spans_of_one_name_in_another_order_are_paired_by_what_they_hold(server: LLMServer, store: Any) -> None:
+    """A fork whose branches ran in another order, each chat span with its question as an
+    attribute: ``al.diff`` pairs each chat's start and end with the other run's chat of the
+    same question (the same content, moved), not with the chat that came at its place."""
+    recorded = _steps("0:ask 0:chat 1:ask 1:chat 0:call 1:call 2:ask 2:chat 2:call")
+    forked_in = _steps("2:ask 2:chat 2:call 1:ask 1:chat 0:ask 0:chat 0:call 1:call")
+    questions = ["q0", "q1", "q2"]
+    handle = al.instrument(instrumentors=[])
+    try:
+        run = al.record(_nested(server, questions, recorded, topics=True), store=store, name="topics")
+        graph = next(e.seq for e in run.iter_events() if e.type == "span.started")
+        forked = al.fork(run, graph, program=_nested(server, questions, forked_in, topics=True))
+
+        rows = al.diff(run, forked).table()
+
+        starts = rows[(rows["type"] == "span.started") & (rows["name"] == "chat")]
+        assert len(starts) == len(questions) and set(starts["status"]) <= {"matched", "moved"}
+        topic_a = {e.seq: e.payload["attributes"]["topic"] for e in run.iter_events() if e.type == "span.started"
+                   and e.payload["name"] == "chat"}
+        topic_b = {e.seq: e.payload["attributes"]["topic"] for e in forked.iter_events() if e.type == "span.started"
+                   and e.payload["name"] == "chat"}
+        assert all(topic_a[a] == topic_b[b] for a, b in zip(starts["seq_a"], starts["seq_b"], strict=True))
+    finally:
+        handle.uninstrument()
