@@ -25,6 +25,7 @@ after it; the prefix itself is never walked.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from collections import Counter
 from collections.abc import Sequence
@@ -361,12 +362,17 @@ def _same_content(ea: dict[str, list[Any]], eb: dict[str, list[Any]], i: int, j:
 def _by_likeness(steps: list[Step], sig_a: Sequence[Sig], ea: dict[str, list[Any]],
                  eb: dict[str, list[Any]]) -> list[Step]:
     """``steps`` with the pairs of one signature whose contents differ paired again, the most
-    alike first (fewest changes between them): spans of one name opened side by side, each
-    with its own input, are paired in the order they came, which a fork may change (a
-    LangGraph node's span for one topic against the other run's for another). A pair whose
-    partner changed is ``moved``. Groups over :data:`LIKENESS_GROUP` keep their order."""
+    alike first (fewest changes between them), when the runs made some steps in another order
+    (there are moved steps): spans of one name opened side by side, each with its own input,
+    are paired in the order they came, which a fork may change (a LangGraph node's span for
+    one topic against the other run's for another). A pair whose partner changed is
+    ``moved``. A group is left in order when the new pairs keep the order (a step inserted
+    before a loop's steps that differ by a counter: they are the same steps, shifted) or when
+    it has over :data:`LIKENESS_GROUP` pairs."""
     from ..folding import diff_states, freeze
 
+    if not any(status == "moved" for status, _, _ in steps):
+        return steps
     groups: dict[Sig, dict[int, tuple[int, int]]] = {}  # signature -> {step: (i, j)}
     for n, (status, i, j) in enumerate(steps):
         if status in ("same", "moved") and i is not None and j is not None and not _same_content(ea, eb, i, j):
@@ -381,10 +387,15 @@ def _by_likeness(steps: list[Step], sig_a: Sequence[Sig], ea: dict[str, list[Any
                        for n in pairs for m in pairs)  # the pair as aligned first, of equal likeness
         taken_a: set[int] = set()
         taken_b: set[int] = set()
+        partner: dict[int, int] = {}
         for _, _, n, m in costs:
             if n not in taken_a and m not in taken_b:
                 taken_a.add(n)
                 taken_b.add(m)
+                partner[n] = m
+        new = sorted((pairs[n][0], pairs[m][1]) for n, m in partner.items() if m != n)
+        if any(j1 > j2 for (_, j1), (_, j2) in itertools.pairwise(new)):  # another order, not a shift
+            for n, m in partner.items():
                 if m != n:
                     out[n] = ("moved", pairs[n][0], pairs[m][1])
     return out

@@ -234,3 +234,28 @@ def test_change_summaries_are_written_on_demand_and_agree(golden: tuple[Any, Any
     assert [lazy.summary(i) if s == "changed" else "" for i, s in enumerate(statuses)] == \
         [e if s == "changed" else "" for e, s in zip(eager, statuses, strict=True)]
     assert lazy.table()["summary"].tolist() == eager  # table() writes the rest
+
+
+def _steps_run(store: Any, run_id: str, steps: list[int]) -> Any:
+    """A run of spans "step", one after the other, each with its counter as an attribute."""
+    from agentlog.events import SpanEnded, SpanStarted
+    from agentlog.store.writer import Emit
+
+    w = store.create_run(run_id=run_id, durability="none")
+    for k in steps:
+        [start] = w.emit_many([Emit(SpanStarted(name="step", kind="chain", attributes={"step": k}), span_item=0)])
+        w.emit_many([Emit(SpanEnded(name="step"), span_id=start.span_id, caused_by=start.seq)])
+    w.close("finished")
+    return store.run(run_id)
+
+
+def test_a_step_inserted_before_a_loops_steps_leaves_them_paired_in_order(tmp_path: Any) -> None:
+    """Steps that differ only by a counter, one inserted before them: each is paired with the
+    other run's step at its place (the same step, shifted: DiffView's ``shifted``), not with
+    the step of the same counter, although that one is just like it."""
+    store = al.Store(tmp_path / "store")
+    a, b = _steps_run(store, "a", [1, 2, 3, 4, 5, 6]), _steps_run(store, "b", [1, 2, 99, 3, 4, 5, 6])
+    rows = al.diff(a, b).table()
+    assert "moved" not in set(rows["status"])
+    paired = rows.dropna(subset=["seq_a", "seq_b"])
+    assert list(paired["seq_a"]) == sorted(paired["seq_a"]) and list(paired["seq_b"]) == sorted(paired["seq_b"])
