@@ -433,12 +433,11 @@ def diff(run_a: Run, run_b: Run, *, reducers: Any = None) -> RunDiff:
             summary = _describe(side["type"][k], side["payload"][k])
         else:
             assert i is not None and j is not None
-            pa_, pb = ea["payload"][i], eb["payload"][j]
-            if step in ("same", "moved") and (pa_ == pb or _content(ea["type"][i], pa_) == _content(eb["type"][j], pb)):
+            if step in ("same", "moved") and _same_content(ea, eb, i, j):
                 step, summary = "matched" if step == "same" else "moved", ""
             else:  # the summary is written when someone asks (RunDiff.summary)
                 step, summary = "changed", None
-                pending[len(status)] = (ea["type"][i], pa_, pb)
+                pending[len(status)] = (ea["type"][i], ea["payload"][i], eb["payload"][j])
         status.append(step)
         seq_a.append(None if i is None else ea["seq"][i])
         seq_b.append(None if j is None else eb["seq"][j])
