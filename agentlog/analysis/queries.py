@@ -121,7 +121,7 @@ def _text_of(v: str) -> str:
             f"ELSE CAST({v} AS VARCHAR) END)")
 
 
-def _source(cls: type[LLMResponse | ToolResult], payload: str) -> str:
+def source_sql(cls: type[LLMResponse | ToolResult], payload: str) -> str:
     """``edit`` / ``log`` / ``live``: how an answer came about."""
     return (f"(CASE WHEN {field(cls, cls.K.edited, src=payload)} = 'true' THEN 'edit' "
             f"WHEN {field(cls, cls.K.served_from_seq, src=payload)} IS NOT NULL THEN 'log' "
@@ -290,7 +290,7 @@ SELECT r.run_id, r.seq, r.caused_by AS request_seq, r.ts, r.span_id, r.actor,
        CASE WHEN r.type = '{ERROR}' THEN NULL ELSE {field(R, R.K.cost_source, src='r.payload')} END AS cost_source,
        {_ms('r.ts', 'q.ts')} AS latency_ms, r.duration_ms,
        coalesce({field(R, R.K.cache_hit, src='r.payload')} = 'true', false) AS cache_hit,
-       {_source(R, 'r.payload')} AS source,
+       {source_sql(R, 'r.payload')} AS source,
        TRY_CAST({field(R, R.K.served_from_seq, src='r.payload')} AS BIGINT) AS served_from_seq,
        {field(R, R.K.finish_reason, src='r.payload')} AS finish_reason,
        CASE WHEN r.type = '{ERROR}' THEN {field(CallFailed, CallFailed.K.error, src='r.payload')} END AS error,
@@ -317,7 +317,7 @@ SELECT r.run_id, r.seq, r.caused_by AS call_seq, r.ts, r.span_id, r.actor,
        {_cut(result)} AS result_preview,
        {field(T, T.K.error, src='r.payload')} AS error,
        r.duration_ms, {_ms('r.ts', 'c.ts')} AS latency_ms,
-       {_source(T, 'r.payload')} AS source,
+       {source_sql(T, 'r.payload')} AS source,
        TRY_CAST({field(T, T.K.served_from_seq, src='r.payload')} AS BIGINT) AS served_from_seq
 FROM r LEFT JOIN c ON c.run_id = r.run_id AND c.seq = r.caused_by
 ORDER BY r.run_id, r.seq

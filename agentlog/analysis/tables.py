@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from . import columns as C
 from ._duck import query
-from .queries import llm_calls_sql, runs_sql, tokens_over_time_sql, tool_calls_sql
+from .queries import llm_calls_sql, runs_sql, source_sql, tokens_over_time_sql, tool_calls_sql
 
 if TYPE_CHECKING:
     from ..store.run import Run
@@ -120,6 +120,18 @@ def llm_calls(run: Run) -> pd.DataFrame:
     """One row per model answer or failed model call (see
     :data:`~agentlog.analysis.columns.LLM_CALLS`)."""
     return _frame(run, "llm_calls", lambda: run_query(run, llm_calls_sql, C.LLM_CALLS))
+
+
+def served_answers(run: Run) -> int:
+    """How many of the run's own model answers were served from a recorded run (``source``
+    ``log`` in :func:`llm_calls`: a replay's, a fork's), which is why they paid nothing; one
+    count over the event table, not the table of calls."""
+    from ..events import LLMResponse
+
+    start = -1 if run.fork_seq is None else run.fork_seq
+    sql = (f"SELECT count(*) AS n FROM ev WHERE type = '{LLMResponse.TYPE}' AND seq > {int(start)} "
+           f"AND {source_sql(LLMResponse, 'payload')} = 'log'")
+    return int(query(sql, {"ev": event_table(run)}).column("n")[0].as_py())
 
 
 def tool_calls(run: Run) -> pd.DataFrame:

@@ -201,13 +201,17 @@ def _status_badge(status: str) -> tuple[str, str]:
     return status, cls.get(status, "al-muted")
 
 
-def _money_facts(s: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _money_facts(s: Mapping[str, Any], own: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
     """``paid`` (the run's own events) and, for a fork, the total with its inherited prefix;
-    calls of unknown cost are counted beside, never as $0."""
+    calls of unknown cost are counted beside, never as $0; with ``own`` (:func:`own_figures`),
+    how many answers were served from a recorded run, at no cost."""
     total = fmt_cost(s.get("cost_usd"), s.get("cost_unknown_calls"))
+    served = int((own or {}).get("served_answers") or 0)
+    note = f" ({fmt_int(served)} answer{'s' if served != 1 else ''} served from a recorded run, at no cost)" \
+        if served else ""
     if _missing(s.get("fork_seq")):
-        return [(PAID, total)]
-    return [(PAID, fmt_cost(s.get("own_cost_usd"), s.get("own_cost_unknown_calls"))), (TOTAL, total)]
+        return [(PAID, total + note)]
+    return [(PAID, fmt_cost(s.get("own_cost_usd"), s.get("own_cost_unknown_calls")) + note), (TOTAL, total)]
 
 
 def _tokens(s: Mapping[str, Any]) -> str:
@@ -242,7 +246,7 @@ def _run_facts(s: Mapping[str, Any], own: Mapping[str, Any] | None = None) -> li
     facts = [
         ("status", str(s.get("status"))),
         *_usage_facts(s, own),
-        *_money_facts(s),
+        *_money_facts(s, own),
         ("verified", str(s.get("verified"))),
         ("created", _fmt_time(s.get("created"))),
     ]
@@ -330,10 +334,15 @@ def run_card_of(run: Run) -> str:
     return run_card(_records(summary(run))[0], rows, own_figures(run, own))
 
 
-def own_figures(run: Run, own_cost: Any) -> dict[str, Any] | None:
-    """A fork's own calls and tokens (the sums of ``cost(run, "model", own=True)``), shown beside
-    the summary's, which include its inherited prefix; ``None`` for a run that is no fork."""
-    return None if run.fork_seq is None else dict(own_cost.sum(numeric_only=True).to_dict())
+def own_figures(run: Run, own_cost: Any) -> dict[str, Any]:
+    """The run's own calls and tokens (the sums of ``cost(run, "model", own=True)``: for a fork,
+    shown beside the summary's, which include its inherited prefix), and ``served_answers``:
+    how many of its own model answers were served from a recorded run (a replay's, a fork's),
+    which is why they paid nothing."""
+    from ..analysis.tables import served_answers
+    figures = dict(own_cost.sum(numeric_only=True).to_dict())
+    figures["served_answers"] = served_answers(run)
+    return figures
 
 
 # --- Store -------------------------------------------------------------------------------------

@@ -164,7 +164,11 @@ def test_show_labels_what_includes_a_forks_inherited_prefix(cli: Cli, samples: P
     assert f"  tokens (own): {own['tokens']}" in lines
     assert f"  tokens incl. inherited prefix: {everything['tokens']}" in lines
     own_events = fork.events[fork.events["seq"] > fork.fork_seq]
-    assert f"  paid: {fmt_usd(usd_sum(own_events['cost_usd']))}" in lines
+    served = sum(1 for e in fork.iter_events(fork.fork_seq + 1) if e.type == "llm.response"
+                 and e.payload.get("served_from_seq") is not None and not e.payload.get("edited"))
+    assert served  # the sample fork replays its parent's answers up to its edit
+    assert f"  paid: {fmt_usd(usd_sum(own_events['cost_usd']))} ({served} answers served from a recorded run, " \
+           "at no cost)" in lines
     assert f"  total incl. inherited prefix: {fmt_usd(usd_sum(fork.events['cost_usd']))}" in lines
     # a run that is not a fork: every figure is its own, and nothing says "own" or "prefix"
     text = cli("--store", samples, "show", parent.id, "--no-verify").stdout
@@ -172,6 +176,7 @@ def test_show_labels_what_includes_a_forks_inherited_prefix(cli: Cli, samples: P
     for fact in ("events", "model calls", "tool calls", "spans", "tokens"):
         assert f"  {fact}: {mine[fact]}\n" in text, fact
     assert "own" not in text.split("\n\n")[0] and "prefix" not in text
+    assert "served from a recorded run" not in text  # its answers are live
 
 
 def test_unknown_and_ambiguous_runs(cli: Cli, samples: Path) -> None:
