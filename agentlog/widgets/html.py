@@ -277,10 +277,11 @@ def run_text(s: Mapping[str, Any], own: Mapping[str, Any] | None = None) -> str:
 
     Args:
         s: the row of ``run.summary()`` as a mapping.
-        own: for a fork, the calls and tokens of its own events (``llm_calls``, ``tool_calls``,
-            ``input_tokens``, ``output_tokens``, ``cached_tokens``: the totals of
-            ``run.cost(by="model", own=True)``); each figure then says whether it is the run's
-            own or includes its inherited prefix.
+        own: the figures of its own events (:func:`own_figures`): for a fork, its calls and
+            tokens (``llm_calls``, ``tool_calls``, ``input_tokens``, ``output_tokens``,
+            ``cached_tokens``: the totals of ``run.cost(by="model", own=True)``), each figure
+            then saying whether it is the run's own or includes its inherited prefix; for any
+            run, ``served_answers``, said beside what it paid.
     """
     name = "" if _missing(s.get("name")) else f" {s['name']!r}"
     lines = [f"Run {s.get('run_id')}{name}"]
@@ -295,8 +296,9 @@ def run_card(summary: Mapping[str, Any], by_model: Sequence[Mapping[str, Any]] =
     Args:
         summary: the row of ``run.summary()`` as a mapping.
         by_model: the rows of ``run.cost(by="model", own=True)`` (what the run paid per model).
-        own: for a fork, the sums of those rows (its own calls and tokens), shown beside the
-            summary's, which include its inherited prefix.
+        own: :func:`own_figures`: for a fork, the sums of those rows (its own calls and
+            tokens), shown beside the summary's, which include its inherited prefix; for any
+            run, how many answers were served from a recorded run.
     """
     s = summary
     name = None if _missing(s.get("name")) else str(s["name"])
