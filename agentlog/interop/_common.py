@@ -13,6 +13,7 @@ import json
 import math
 import os
 import re
+import sqlite3
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,9 +28,14 @@ if TYPE_CHECKING:
     from ..store import Run, RunWriter, Store
     from ..store.writer import Emit
 
-__all__ = ["SOURCE_TAG", "Clock", "Source", "append_events", "check_event", "chosen", "finite", "import_run_id", "iso_to_us", "json_values",
+__all__ = ["SOURCE_TAG", "SQLITE_ERRORS", "Clock", "Source", "append_events", "check_event", "chosen", "finite", "import_run_id", "iso_to_us", "json_values",
            "loads", "may_hold_surrogate", "no_gc", "read_text", "renumber_cause", "source_name", "store_of", "write_or_extend",
            "write_run"]
+
+#: What reading a damaged SQLite file raises: SQLite's own errors, and ``UnicodeDecodeError``
+#: when its error message quotes a name of the damaged schema (an index's name whose bytes
+#: are no longer UTF-8: Python cannot decode the message).
+SQLITE_ERRORS = (sqlite3.DatabaseError, UnicodeDecodeError)
 
 #: A file given by path, or an open text stream (``sys.stdin``, ``io.StringIO``).
 Source = str | os.PathLike[str] | IO[str]

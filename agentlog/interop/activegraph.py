@@ -81,6 +81,7 @@ from ..events import (
 )
 from ._common import (
     SOURCE_TAG,
+    SQLITE_ERRORS,
     chosen,
     finite,
     import_run_id,
@@ -183,7 +184,7 @@ def _sqlite_runs(path: Path) -> dict[str, SourceRun]:
                 raise InteropFormatError(where, None, f"an event's run_id is {with_article(type(row['run_id']).__name__)}, "
                                                       f"not text (event {row['id']!r:.40})", field="run_id")
             runs.setdefault(row["run_id"], []).append(_event(dict(row), where, None))
-    except sqlite3.DatabaseError as exc:
+    except SQLITE_ERRORS as exc:
         raise InteropFormatError(where, None, f"cannot read the SQLite store ({exc})") from None
     finally:
         conn.close()

@@ -74,6 +74,7 @@ from ..events import (
 )
 from ._common import (
     SOURCE_TAG,
+    SQLITE_ERRORS,
     TS_MAX,
     TS_MIN,
     chosen,
@@ -116,7 +117,7 @@ def read_drangue(path: str | os.PathLike[str]) -> dict[str, list[SourceEvent]]:
         raise FileNotFoundError(where)
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    except sqlite3.DatabaseError as exc:
+    except SQLITE_ERRORS as exc:
         raise InteropFormatError(where, None, f"not an SQLite file ({exc})") from None
     try:
         columns = {r[1] for r in conn.execute("PRAGMA table_info(events)")}
@@ -126,7 +127,7 @@ def read_drangue(path: str | os.PathLike[str]) -> dict[str, list[SourceEvent]]:
                                                   "ts, duration_ms); not a drangue SQLiteStore file")
         rows = conn.execute("SELECT run_id, seq, type, payload, ts, duration_ms FROM events "
                             "ORDER BY run_id, seq").fetchall()
-    except sqlite3.DatabaseError as exc:
+    except SQLITE_ERRORS as exc:
         raise InteropFormatError(where, None, f"cannot read the SQLite file ({exc})") from None
     finally:
         conn.close()

@@ -164,3 +164,30 @@ def test_a_drangue_time_beyond_year_9999_takes_the_previous_time(tmp_path: Path,
         before = conn.execute("SELECT ts FROM events WHERE seq = 1").fetchone()[0]
     [run] = import_drangue(db, other)
     assert run.verify().ok and run.event(2).ts == run.event(1).ts == round(before * 1_000_000)
+
+
+def _schema_not_utf8(db: Path) -> Path:
+    """``db`` with one byte of an index's name in its schema made a byte that is not UTF-8:
+    the damage a flipped byte of the schema page leaves. SQLite's error then quotes the
+    name, and Python cannot decode the message."""
+    data = bytearray(db.read_bytes())
+    at = data.find(b"sqlite_autoindex_events_1")
+    assert at > 0, db
+    data[at + 1] = 0xBD
+    broken = db.with_name(f"schema-{db.name}")
+    broken.write_bytes(bytes(data))
+    return broken
+
+
+def test_an_sqlite_schema_that_is_not_utf8_names_the_file(tmp_path: Path, other: Any,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from _interop_sources import activegraph_quickstart
+
+    drangue_sre(tmp_path / "drangue.db")
+    broken = _schema_not_utf8(tmp_path / "drangue.db")
+    with pytest.raises(InteropFormatError, match=f"{re.escape(str(broken))}: cannot read the SQLite file"):
+        import_drangue(broken, other)
+    broken = _schema_not_utf8(activegraph_quickstart(tmp_path / "ag", monkeypatch))
+    with pytest.raises(InteropFormatError, match=f"{re.escape(str(broken))}: cannot read the SQLite store"):
+        import_activegraph(broken, other)
+    assert other.list_runs() == []
