@@ -787,6 +787,9 @@ class ReplaySink:
             if not (self._opened(mine) and self._free(mine, below[0])
                     and (theirs is None or self._free(theirs, below[1]))):
                 return None
+            if self._same_as(mine, want) + self._same_as(theirs, have) < \
+                    self._same_as(mine, have) + self._same_as(theirs, want):
+                return None  # it would part spans from the recorded ones they are, attributes and all
             swaps += [(mine, want), (theirs, have)]
             below = (mine, theirs)
             up, across = one.payload.get(_PARENT), other.payload.get(_PARENT)
@@ -794,6 +797,23 @@ class ReplaySink:
                 return None if up != across else swaps
             have, want = up, across
         return swaps
+
+    def _same_as(self, program: str | None, recorded: str) -> bool:
+        """Whether the program's span ``program`` opened with the attributes recorded span
+        ``recorded`` has (known for a fork's spans opened in its prefix and spans written past
+        its cut): a tracer's attributes that tell branches apart (a question, a topic) keep
+        each span with its own, where values new on every run match none."""
+        if program is None:
+            return False
+        body = self._bodies.get(program)
+        if body is not None:
+            mine = body.to_payload().get(_ATTRIBUTES)
+        elif _seq_of(program) >= self.prefix and (written := self._start_of(program)) is not None:
+            mine = written.payload.get(_ATTRIBUTES)
+        else:
+            return False
+        start = self._start_of(recorded)
+        return mine is not None and start is not None and start.payload.get(_ATTRIBUTES) == mine
 
     def _bind(self, swaps: Iterable[tuple[str | None, str]]) -> None:
         """Bind each program span to the recorded span paired with it (``None``: the recorded

@@ -663,6 +663,17 @@ def test_a_span_fitting_nowhere_as_bound_takes_the_prefixs_alike_under_a_flow_go
                 topics=False)
 
 
+def test_a_span_keeps_the_recorded_span_it_is_attributes_and_all(server: LLMServer, store: Any) -> None:
+    """A fork cut just after a branch's model span opened, its branches run in another order:
+    the branch whose chat the prefix holds (the same question: its attributes and all) takes
+    it; another branch's call, opened under a chat with another question, does not re-bind
+    that chat to itself to take the prefix's open model span, which would name its call
+    with the other question."""
+    _forks_well(server, store, "2:ask 2:chat 2:call 0:ask 0:chat 0:call 1:ask 1:chat 1:call",
+                "1:ask 2:ask 0:ask 2:chat 0:chat 0:call 1:chat 2:call 1:call",
+                lambda run: _first(run, "span.started", "q2"))
+
+
 def test_a_fork_that_ran_its_branches_in_another_order_diffs_as_moved_calls(server: LLMServer, store: Any) -> None:
     """``al.diff`` of a run and its fork whose branches made the same calls in another order:
     each call's events are the same step in both (matched, or moved where the order differs),
