@@ -238,6 +238,15 @@ def _alike(one: Event, other: Event) -> bool:
     return _without(one.payload, seen) == _without(other.payload, seen) and _names(one) == _names(other)
 
 
+def _after_alike(started: Event, skipped: Sequence[Event]) -> bool:
+    """Whether a recorded span.started comes after one alike under the same parent among
+    ``skipped`` (not matched yet): a span that opened both opened that one first, so a
+    program span re-bound to the parent takes that one first (a branch taking another's chat
+    does not skip its first call's span for its second)."""
+    parent = _parent_of(started)
+    return any(e.type == SpanStarted.TYPE and _parent_of(e) == parent and _alike(e, started) for e in skipped)
+
+
 def _names(started: Event) -> set[str]:
     """The names of a span.started's attributes."""
     attributes = started.payload.get(_ATTRIBUTES)
@@ -849,7 +858,7 @@ class ReplaySink:
         # (with exact, a recorded span it is the same as, attributes and all, is that sign)
         for event, skipped, part in self._places(items, first=True, across=across):
             want = event.payload.get(_PARENT)
-            if want is None or want == have or event.span_id in self._as:
+            if want is None or want == have or event.span_id in self._as or (not exact and _after_alike(event, skipped)):
                 continue
             swaps = self._swaps(have, str(want))
             told = None if swaps is None else self._bound_if(swaps, partial(self._fits, part, event.seq, skipped, exact))

@@ -349,9 +349,10 @@ def _nested(server: LLMServer, questions: list[str], schedule: Schedule, topics:
     """LangGraph's shape with its steps in an order of our choosing: one branch per question,
     each a tracer's span "ask" (no attributes) with a span "chat" under it and a model call
     under that, each in a thread of its own; ``schedule`` orders every branch's three steps
-    (``(branch, "ask" | "chat" | "call")``), a step begun when the one before it is done.
-    ``topics``: each chat span has its question as an attribute ("topic"), as the OpenAI
-    instrumentor's spans have their request."""
+    (``(branch, "ask" | "chat" | "call")``), a step begun when the one before it is done; a
+    branch with a fourth step (``"call2"``) makes a second call in its chat, its question
+    marked ("q0+"). ``topics``: each chat span has its question as an attribute ("topic"), as
+    the OpenAI instrumentor's spans have their request."""
     from opentelemetry import trace
 
     def program(rec: Any) -> list[str]:
@@ -376,11 +377,14 @@ def _nested(server: LLMServer, questions: list[str], schedule: Schedule, topics:
                 chatted = step()
                 with tracer.start_as_current_span("chat", attributes={"topic": questions[b]} if topics else None):
                     done(chatted)
-                    called = step()
-                    try:
-                        return str(client.chat.completions.create(**_ask(questions[b])).id)
-                    finally:
-                        done(called)
+                    answers = []
+                    for n in range(sum(which == b for which, _ in schedule) - 2):
+                        called = step()
+                        try:
+                            answers.append(str(client.chat.completions.create(**_ask(questions[b] + "+" * n)).id))
+                        finally:
+                            done(called)
+                    return " ".join(answers)
 
         with tracer.start_as_current_span("graph"), \
                 openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client, \
@@ -672,6 +676,32 @@ def test_a_span_keeps_the_recorded_span_it_is_attributes_and_all(server: LLMServ
     _forks_well(server, store, "2:ask 2:chat 2:call 0:ask 0:chat 0:call 1:ask 1:chat 1:call",
                 "1:ask 2:ask 0:ask 2:chat 0:chat 0:call 1:chat 2:call 1:call",
                 lambda run: _first(run, "span.started", "q2"))
+
+
+def test_a_span_re_bound_takes_its_first_call_before_its_second(server: LLMServer, store: Any) -> None:
+    """A fork cut as a branch's chat opens its second call's span, the other branch run first:
+    that branch's chat takes the prefix's (alike), and its call does not re-bind it to take
+    the second call's span there, skipping the first call's (the prefix's branch made it
+    first): its call goes past the cut, and the branch recorded there replays both calls."""
+    handle = al.instrument(instrumentors=[])
+    try:
+        questions = ["q0", "q1"]
+        run = al.record(_nested(server, questions, _steps("0:ask 0:chat 0:call 0:call2 1:ask 1:chat 1:call 1:call2")),
+                        store=store, name="two calls")
+        sent = len(server.requests)
+        second = [e.seq for e in run.iter_events() if e.type == "span.started"
+                  and e.payload["name"] not in ("graph", "ask", "chat")][1]  # the second call's span
+        forked = al.fork(run, second, program=_nested(server, questions,
+                                                      _steps("1:ask 0:ask 0:chat 1:chat 1:call 1:call2 0:call 0:call2")))
+
+        assert forked.status == "finished"
+        started = {e.span_id: e for e in forked.iter_events() if e.type == "span.started"}
+        chats = {q: started[started[e.span_id].payload["parent"]].span_id for e in forked.iter_events()
+                 if e.type == "llm.request" for q in [e.payload["messages"][-1]["content"]]}
+        assert chats["q0"] == chats["q0+"] != chats["q1"] == chats["q1+"]
+        assert len(server.requests) == sent
+    finally:
+        handle.uninstrument()
 
 
 def test_a_fork_that_ran_its_branches_in_another_order_diffs_as_moved_calls(server: LLMServer, store: Any) -> None:
