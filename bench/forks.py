@@ -1,0 +1,162 @@
+"""Benchmark forks: how often ``al.fork`` of branches run side by side goes wrong, when the
+fork runs them in another order than the recording did.
+
+    python bench/forks.py [--seeds N] [--recordings N] [--forks N] [--shapes a,b] [--quick]
+
+The program is the tests' (``tests/agents/test_parallel_replay.py``, ``_nested``): two or
+three branches under one tracer's span, each in a thread of its own, a tracer's span "ask",
+a span "chat" under it and the real ``openai`` client's model call under that, every step of
+every branch interleaved in an order drawn at random, against the tests' loopback
+OpenAI-compatible server (``tests/agents/_server.py``). Three shapes:
+
+- ``plain``: the spans carry no attributes;
+- ``topics``: each chat carries its question as an attribute (as the OpenAI instrumentor's
+  spans carry their request), which the fork's prefix must show on the right span;
+- ``two_calls``: each chat makes two model calls.
+
+For each seed, ``recordings`` runs are recorded (``al.record``, one random order each) and
+each is forked ``forks`` times (``al.fork``) at a random event, with another random order. A
+fork **fails** when ``al.fork`` raises (a ``DivergenceError``, for one) or the fork does not
+finish, leaves a span open, or puts a branch's calls under more than one chat or ask or two
+branches' under one; a fork of ``topics`` is **misnamed** when a chat's question is not that
+of the calls under it. ``sent``: requests the forks sent to the server (a fork that works
+sends none: every answer is served from the recording).
+
+Counts, not times: the figures are ``failed``, ``misnamed`` and ``sent`` per shape, and
+``fork_ms``, the median wall time of one ``al.fork`` call (the public call, its prefix read
+from the store and replayed, the new run sealed). Seeds make the orders, so a tree and the
+next one are compared on the same draws: ``PYTHONPATH=<other tree> python bench/forks.py``
+runs this file (and the tests' program of this tree) against another tree's ``agentlog``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "agents"))
+from _common import logger
+
+log = logger("forks")
+SHAPES = ("plain", "topics", "two_calls")
+
+
+def schedule(rng: random.Random, branches: int, calls: int) -> list[tuple[int, str]]:
+    """Every branch's steps (ask, chat, then ``calls`` calls) interleaved at random."""
+    left = {b: ["ask", "chat", "call", *["call2"] * (calls - 1)] for b in range(branches)}
+    out: list[tuple[int, str]] = []
+    while any(left.values()):
+        b = rng.choice([b for b in left if left[b]])
+        out.append((b, left[b].pop(0)))
+    return out
+
+
+def _text(order: list[tuple[int, str]]) -> str:
+    """An order as the tests write it (``"0:ask 1:ask 0:chat ..."``, see ``_steps``)."""
+    return " ".join(f"{b}:{step}" for b, step in order)
+
+
+def verdict(run: Any, branches: int, topics: bool) -> str | None:
+    """``None`` for a fork as it should be, else ``failed`` or ``misnamed`` (see above)."""
+    if run.status != "finished":
+        return "failed"
+    events = list(run.iter_events())
+    started = {e.span_id: e for e in events if e.type == "span.started"}
+    if sorted(e.span_id for e in events if e.type == "span.ended") != sorted(started):
+        return "failed"
+    chats: dict[str, set[str]] = {}  # a branch's question -> the chats its calls are under
+    for asked in (e for e in events if e.type == "llm.request"):
+        question = asked.payload["messages"][-1]["content"].rstrip("+")
+        span = started.get(asked.span_id)
+        chats.setdefault(question, set()).add(span.payload.get("parent") if span is not None else None)
+    if len(chats) != branches or any(len(c) != 1 for c in chats.values()):
+        return "failed"
+    chat_of = {q: started.get(next(iter(c))) for q, c in chats.items()}
+    if any(chat is None or chat.payload["name"] != "chat" for chat in chat_of.values()):
+        return "failed"
+    asks = {chat.payload.get("parent") for chat in chat_of.values()}
+    if len({chat.span_id for chat in chat_of.values()}) != branches or len(asks) != branches:
+        return "failed"
+    if topics and any((chat.payload.get("attributes") or {}).get("topic") != q for q, chat in chat_of.items()):
+        return "misnamed"
+    return None
+
+
+def shape_counts(shape: str, seeds: int, recordings: int, forks: int) -> dict[str, Any]:
+    """Record and fork the shape's program on every seed's draws; the counts (see above)."""
+    from _server import LLMServer
+    from test_parallel_replay import _nested
+
+    import agentlog as al
+
+    topics, calls = shape == "topics", 2 if shape == "two_calls" else 1
+    counts: Counter[str] = Counter()
+    times: list[float] = []
+    handle = al.instrument(instrumentors=[])
+    try:
+        with LLMServer() as server, tempfile.TemporaryDirectory() as tmp:
+            store = al.Store(tmp)
+            for seed in range(1, seeds + 1):
+                rng = random.Random(seed)
+                for _ in range(recordings):
+                    branches = rng.choice([2, 3])
+                    questions = [f"q{b}" for b in range(branches)]
+                    recorded = schedule(rng, branches, calls)
+                    run = al.record(_nested(server, questions, recorded, topics=topics), store=store, name=shape)
+                    for _ in range(forks):
+                        cut, order = rng.randrange(2, len(run) - 2), schedule(rng, branches, calls)
+                        sent = len(server.requests)
+                        t0 = time.perf_counter()
+                        try:
+                            forked = al.fork(run, cut, program=_nested(server, questions, order, topics=topics))
+                            times.append(time.perf_counter() - t0)
+                            outcome = verdict(forked, branches, topics)
+                        except Exception as exc:  # noqa: BLE001 - a fork that fails is counted, whatever it raised
+                            outcome = "failed"
+                            counts[f"raised {type(exc).__name__}"] += 1
+                            log(f"{shape} seed {seed}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+                        counts["forks"] += 1
+                        counts["sent"] += len(server.requests) - sent
+                        if outcome is not None:
+                            counts[outcome] += 1
+                            log(f"{shape} seed {seed}: {outcome}: recorded {_text(recorded)!r}, cut {cut}, "
+                                f"forked {_text(order)!r}")
+                log(f"{shape} seed {seed}: {dict(counts)}")
+    finally:
+        handle.uninstrument()
+    return {"forks": counts["forks"], "failed": counts["failed"], "misnamed": counts["misnamed"],
+            "sent": counts["sent"], "raised": {k[7:]: v for k, v in counts.items() if k.startswith("raised ")},
+            "fork_ms": round(statistics.median(times) * 1000, 1) if times else None}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, default=4)
+    parser.add_argument("--recordings", type=int, default=30, help="runs recorded a seed")
+    parser.add_argument("--forks", type=int, default=3, help="forks of each recorded run")
+    parser.add_argument("--shapes", default=",".join(SHAPES))
+    parser.add_argument("--quick", action="store_true", help="one seed, 5 recordings")
+    args = parser.parse_args()
+    seeds, recordings = (1, 5) if args.quick else (args.seeds, args.recordings)
+    import agentlog
+
+    figures: dict[str, Any] = {"bench": "forks", "quick": args.quick, "seeds": seeds, "recordings": recordings,
+                               "forks_each": args.forks, "agentlog": str(Path(agentlog.__file__).parent)}
+    for shape in args.shapes.split(","):
+        if shape not in SHAPES:
+            parser.error(f"--shapes: {shape!r} is not one of {', '.join(SHAPES)}")
+        figures[shape] = shape_counts(shape, seeds, recordings, args.forks)
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
