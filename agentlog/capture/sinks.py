@@ -1143,8 +1143,8 @@ class ReplaySink:
             mine.append((span, start))
             span, below = _parent_of(start), program
         swaps = [] if span == under else None if span is None else self._swaps(span, under, below=(below, None))
-        if swaps is None or (room and not self._room(theirs[-1], cache)):
-            return False
+        if swaps is None or (room and not self._room(theirs[-1], cache) and self._past_alike(mine[-1][1], under) is None):
+            return False  # (a span past the cut that takes the top start leaves no start to no one)
         self._bind(swaps)
         self._cut()
         for span, start in reversed(mine):
@@ -1163,13 +1163,22 @@ class ReplaySink:
         """Swap the program span bound to span ``span`` of the prefix with one opened alike past
         the cut under ``under`` that has done nothing yet (its flow's start: the one the prefix
         has); the span taken, or ``None`` when there is none."""
+        found = self._past_alike(start, under)
+        if found is None:
+            return None
+        taken, other = found
+        self._bind([(self._of.get(span, span), taken), (other, span)])
+        return taken
+
+    def _past_alike(self, start: Event, under: str) -> tuple[str, str] | None:
+        """A span the fork wrote past its cut under ``under``, alike to ``start``, whose program
+        span has done nothing yet, and that program span; ``None`` when there is none."""
         for opened in self._new_starts.values():
             taken = f"s{opened.seq}"
             other = self._of.get(taken, taken)
             if _parent_of(opened) == under and _alike(opened, start) and self._rec(other) == taken \
                     and self._free(other, None):
-                self._bind([(self._of.get(span, span), taken), (other, span)])
-                return taken
+                return taken, other
         return None
 
     def _write_past(self, span: str, start: Event, under: str) -> str:

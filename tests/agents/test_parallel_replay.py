@@ -678,6 +678,17 @@ def test_a_span_keeps_the_recorded_span_it_is_attributes_and_all(server: LLMServ
                 lambda run: _first(run, "span.started", "q2"))
 
 
+def test_a_span_moved_past_the_cut_trades_places_with_one_the_fork_wrote_there(server: LLMServer,
+                                                                                store: Any) -> None:
+    """A fork cut just after the first branch's chat opened, the other branch opening its ask
+    first: that ask took the prefix's (alike), and the fork wrote the first branch's ask past
+    the cut. The other branch's chat has its question past the cut, under an ask the parent
+    opened there: its ask trades places with the one the fork wrote there (which has done
+    nothing yet), rather than taking the prefix's chat with the first branch's question."""
+    _forks_well(server, store, "1:ask 1:chat 0:ask 0:chat 0:call 1:call", "0:ask 1:ask 0:chat 1:chat 1:call 0:call",
+                _first_chat)
+
+
 def test_a_span_re_bound_takes_its_first_call_before_its_second(server: LLMServer, store: Any) -> None:
     """A fork cut as a branch's chat opens its second call's span, the other branch run first:
     that branch's chat takes the prefix's (alike), and its call does not re-bind it to take
