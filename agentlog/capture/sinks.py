@@ -605,8 +605,9 @@ class ReplaySink:
     events before it not yet matched is in that span; in a fork, a span whose recorded events
     go on past the cut goes past it while other flows are still replayed. A tracer's spans
     alike when they open, opened side by side, are bound to the recorded ones in the order they
-    open and re-bound when the first thing done in one says it is another's (:meth:`_rebound`).
-    In a fork, spans written past the cut are re-bound the same way; a call going past the cut
+    open and re-bound when the first thing done in one says it is another's (:meth:`_rebound`),
+    never so as to part a span from the recorded one it is, attributes and all
+    (:meth:`_same_as`). In a fork, spans written past the cut are re-bound the same way; a call going past the cut
     re-binds its spans to those the parent asked it under (:meth:`_bind_as_past`), and when
     those are past the cut too, its spans matched in the prefix move there (:meth:`_move_past`),
     their starts left to the next spans alike (:meth:`_adopt`; a start no span takes fails the
@@ -1126,7 +1127,8 @@ class ReplaySink:
         to it if need be), and the starts they had matched are left to the next spans alike
         opened where they were (:meth:`_adopt`). ``room``: only when the parent opened more
         spans like the top one past the cut there than the fork has so far (so that one is still
-        to come for the start left). Whether they were moved."""
+        to come for the start left), or the fork wrote one there that has done nothing yet
+        (it trades places with the top one: :meth:`_take_past`). Whether they were moved."""
         theirs = self._tail_chain(asked, cache)
         under = _parent_of(theirs[-1]) if theirs else None
         if theirs is None or under is None:
@@ -1144,7 +1146,7 @@ class ReplaySink:
             span, below = _parent_of(start), program
         swaps = [] if span == under else None if span is None else self._swaps(span, under, below=(below, None))
         if swaps is None or (room and not self._room(theirs[-1], cache) and self._past_alike(mine[-1][1], under) is None):
-            return False  # (a span past the cut that takes the top start leaves no start to no one)
+            return False  # no room, and no span the fork wrote there to take the start left
         self._bind(swaps)
         self._cut()
         for span, start in reversed(mine):
