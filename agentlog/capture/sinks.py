@@ -1253,12 +1253,25 @@ class ReplaySink:
         left = self.remaining()
         if left is not None:
             return Divergence(run_id=self.recorded_run_id, seq=left.seq, expected=left, actual=self._went_past,
-                              note="the program went past the cut without emitting this recorded event")
+                              note=self._what_to_try("the program went past the cut without emitting this "
+                                                     "recorded event"))
         if self._orphans:  # a start matched, its program span gone past the cut, and no span alike took it
             left = min(self._orphans.values(), key=lambda event: event.seq)
             return Divergence(run_id=self.recorded_run_id, seq=left.seq, expected=left, actual=self._went_past,
-                              note="the program opened no span like this recorded one here before the cut")
+                              note=self._what_to_try("the program opened no span like this recorded one here "
+                                                     "before the cut"))
         return None
+
+    def _what_to_try(self, note: str) -> str:
+        """``note``, and for a fork whose calls made side by side came in another order than
+        recorded (spans re-bound, flows gone past the cut, events met out of order), what to
+        try: a fork that cannot tell such spans apart fails, where another may not."""
+        if self.after is None or not (self._as or self._past or self._early or self._new_starts or self._orphans):
+            return note
+        hint = ("if the program did not change before the cut: its calls made side by side came in another "
+                "order than recorded, and this fork could not tell their spans apart (about 2 forks in 1,000 "
+                "of such programs); forking again, or at another event, usually goes through")
+        return f"{note}; {hint}" if note else hint
 
     def _later_batch(self, items: Sequence[Emit]) -> tuple[list[Event], bool] | None:
         """:meth:`_batch_at` at the first later seq where the batch is, apart from the events
@@ -1611,7 +1624,7 @@ class ReplaySink:
                  fields: tuple[str, ...] = (), note: str = "") -> NoReturn:
         diff = payload_diff(expected, actual) if expected is not None and actual is not None else None
         divergence = Divergence(run_id=self.recorded_run_id, seq=self.pos, expected=expected, actual=actual,
-                                fields=fields, diff=diff, note=note)
+                                fields=fields, diff=diff, note=self._what_to_try(note))
         if self.first_divergence is None:
             self.first_divergence = divergence
         raise DivergenceError(divergence)
