@@ -22,9 +22,11 @@ branches' under one; a fork of ``topics`` is **misnamed** when a chat's question
 of the calls under it. ``sent``: requests the forks sent to the server (a fork that works
 sends none: every answer is served from the recording).
 
-Counts, not times: the figures are ``failed``, ``misnamed`` and ``sent`` per shape, and
-``fork_ms``, the median wall time of one ``al.fork`` call (the public call, its prefix read
-from the store and replayed, the new run sealed). Seeds make the orders, so a tree and the
+Counts, not times: the figures are ``failed``, ``misnamed`` and ``sent`` per shape. Beside
+them, ``fork_ms``: the median wall time of the public call ``al.fork`` (its prefix read from
+the store and replayed, the program run, the new run sealed), in a warm process (the forks
+of one run follow each other), not a cold start; no baseline, so no ratio: a side figure,
+not a target. ``agentlog_commit``: the commit of the tree measured. Seeds make the orders, so a tree and the
 next one are compared on the same draws: ``PYTHONPATH=<other tree> python bench/forks.py``
 runs this file (and the tests' program of this tree) against another tree's ``agentlog``.
 """
@@ -35,6 +37,7 @@ import argparse
 import json
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -138,6 +141,17 @@ def shape_counts(shape: str, seeds: int, recordings: int, forks: int) -> dict[st
             "fork_ms": round(statistics.median(times) * 1000, 1) if times else None}
 
 
+def agentlog_commit() -> str | None:
+    """The commit of the checkout the imported ``agentlog`` comes from (the tree measured,
+    which ``PYTHONPATH`` may point elsewhere); ``None`` outside a git checkout."""
+    import agentlog
+
+    where = Path(agentlog.__file__).resolve().parent
+    done = subprocess.run(["git", "-C", str(where), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True, check=False)
+    return done.stdout.strip() or None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=4)
@@ -147,10 +161,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one seed, 5 recordings")
     args = parser.parse_args()
     seeds, recordings = (1, 5) if args.quick else (args.seeds, args.recordings)
-    import agentlog
-
     figures: dict[str, Any] = {"bench": "forks", "quick": args.quick, "seeds": seeds, "recordings": recordings,
-                               "forks_each": args.forks, "agentlog": str(Path(agentlog.__file__).parent)}
+                               "forks_each": args.forks, "agentlog_commit": agentlog_commit()}
     for shape in args.shapes.split(","):
         if shape not in SHAPES:
             parser.error(f"--shapes: {shape!r} is not one of {', '.join(SHAPES)}")
