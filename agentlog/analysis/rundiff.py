@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from ..folding.patch import Patch
     from ..store.run import Run
 
-__all__ = ["IGNORED", "RunDiff", "diff"]
+__all__ = ["DIFFERS", "IGNORED", "RunDiff", "diff"]
 
 #: Payload fields left out when deciding whether two aligned events are the same: they record
 #: how an event came about, not what it says (the idempotency key and span ids derive from
@@ -67,7 +67,7 @@ _KEY: Final = LLMRequest.K.key
 _SUMMARY_OPS: Final = 2
 _STATUSES: Final = ("matched", "moved", "changed", "only_a", "only_b")
 #: The statuses of events that differ (a moved event is the same event elsewhere).
-_DIFFERS: Final = ("changed", "only_a", "only_b")
+DIFFERS: Final = ("changed", "only_a", "only_b")
 
 
 def _lineage(run: Run) -> dict[str, int]:
@@ -326,13 +326,13 @@ class RunDiff(Extensible):
                      f"{d['output_tokens']:+,.0f} output tokens, {cost}, "
                      f"{d['llm_calls']:+,.0f} llm calls, {d['tool_calls']:+,.0f} tool calls")
         cols = self.columns("status", "seq_a", "seq_b", "type")
-        shown = [i for i, status in enumerate(cols["status"]) if status in _DIFFERS][:20]
+        shown = [i for i, status in enumerate(cols["status"]) if status in DIFFERS][:20]
         for i in shown:
             sa = "-" if cols["seq_a"][i] is None else cols["seq_a"][i]
             sb = "-" if cols["seq_b"][i] is None else cols["seq_b"][i]
             lines.append(f"  {cols['status'][i]:<8} {sa!s:>6} {sb!s:>6}  {cols['type'][i]}  "
                          f"{self.summary(i)}")
-        hidden = sum(c[s] for s in _DIFFERS) - len(shown)
+        hidden = sum(c[s] for s in DIFFERS) - len(shown)
         if hidden > 0:
             lines.append(f"  … {hidden:,} more")
         return "\n".join(lines)

@@ -320,6 +320,7 @@ def diff_command(run_a: str, run_b: str, limit: int, as_json: bool) -> None:
 def _print_diff(d: Any, limit: int) -> None:
     import pandas as pd
 
+    from ..analysis.rundiff import DIFFERS
     from ..widgets.html import cut, fmt_num
     label = {"a": d.a, "b": d.b}
     for k, r in label.items():
@@ -336,7 +337,7 @@ def _print_diff(d: Any, limit: int) -> None:
                              "b": [fmt_num(v) for v in usage["b"]],
                              "b - a": [fmt_num(v, sign=True) for v in usage["delta"]]}).to_string(index=False))
     rows = d.table()
-    rows = rows[~rows["status"].isin(["matched", "moved"])]
+    rows = rows[rows["status"].isin(DIFFERS)]
     if rows.empty:
         return
     shown = rows.head(limit) if limit >= 0 else rows
