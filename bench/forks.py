@@ -53,43 +53,26 @@ log = logger("forks")
 SHAPES = ("plain", "topics", "two_calls")
 
 
-def schedule(rng: random.Random, branches: int, calls: int) -> list[tuple[int, str]]:
-    """Every branch's steps (ask, chat, then ``calls`` calls) interleaved at random."""
-    left = {b: ["ask", "chat", "call", *["call2"] * (calls - 1)] for b in range(branches)}
-    out: list[tuple[int, str]] = []
-    while any(left.values()):
-        b = rng.choice([b for b in left if left[b]])
-        out.append((b, left[b].pop(0)))
-    return out
-
-
 def _text(order: list[tuple[int, str]]) -> str:
     """An order as the tests write it (``"0:ask 1:ask 0:chat ..."``, see ``_steps``)."""
     return " ".join(f"{b}:{step}" for b, step in order)
 
 
 def verdict(run: Any, branches: int, topics: bool) -> str | None:
-    """``None`` for a fork as it should be, else ``failed`` or ``misnamed`` (see above)."""
+    """``None`` for a fork as it should be, else ``failed`` or ``misnamed`` (see above): the
+    tests' own checks (``_nested_well``, ``_chats_name_their_calls``)."""
+    from test_parallel_replay import _chats_name_their_calls, _nested_well
+
     if run.status != "finished":
         return "failed"
-    events = list(run.iter_events())
-    started = {e.span_id: e for e in events if e.type == "span.started"}
-    if sorted(e.span_id for e in events if e.type == "span.ended") != sorted(started):
+    try:
+        _nested_well(run, branches)
+    except (AssertionError, KeyError):
         return "failed"
-    chats: dict[str, set[str]] = {}  # a branch's question -> the chats its calls are under
-    for asked in (e for e in events if e.type == "llm.request"):
-        question = asked.payload["messages"][-1]["content"].rstrip("+")
-        span = started.get(asked.span_id)
-        chats.setdefault(question, set()).add(span.payload.get("parent") if span is not None else None)
-    if len(chats) != branches or any(len(c) != 1 for c in chats.values()):
-        return "failed"
-    chat_of = {q: started.get(next(iter(c))) for q, c in chats.items()}
-    if any(chat is None or chat.payload["name"] != "chat" for chat in chat_of.values()):
-        return "failed"
-    asks = {chat.payload.get("parent") for chat in chat_of.values()}
-    if len({chat.span_id for chat in chat_of.values()}) != branches or len(asks) != branches:
-        return "failed"
-    if topics and any((chat.payload.get("attributes") or {}).get("topic") != q for q, chat in chat_of.items()):
+    try:
+        if topics:
+            _chats_name_their_calls(run)
+    except AssertionError:
         return "misnamed"
     return None
 
@@ -97,7 +80,7 @@ def verdict(run: Any, branches: int, topics: bool) -> str | None:
 def shape_counts(shape: str, seeds: int, recordings: int, forks: int) -> dict[str, Any]:
     """Record and fork the shape's program on every seed's draws; the counts (see above)."""
     from _server import LLMServer
-    from test_parallel_replay import _nested
+    from test_parallel_replay import _nested, _schedule
 
     import agentlog as al
 
@@ -113,10 +96,10 @@ def shape_counts(shape: str, seeds: int, recordings: int, forks: int) -> dict[st
                 for _ in range(recordings):
                     branches = rng.choice([2, 3])
                     questions = [f"q{b}" for b in range(branches)]
-                    recorded = schedule(rng, branches, calls)
+                    recorded = _schedule(rng, branches, calls)
                     run = al.record(_nested(server, questions, recorded, topics=topics), store=store, name=shape)
                     for _ in range(forks):
-                        cut, order = rng.randrange(2, len(run) - 2), schedule(rng, branches, calls)
+                        cut, order = rng.randrange(2, len(run) - 2), _schedule(rng, branches, calls)
                         sent = len(server.requests)
                         t0 = time.perf_counter()
                         try:

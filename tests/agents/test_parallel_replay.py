@@ -400,8 +400,10 @@ def _steps(text: str) -> Schedule:
     return [(int(branch), step) for branch, step in (one.split(":") for one in text.split())]
 
 
-def _schedule(rng: random.Random, branches: int) -> Schedule:
-    left = {b: ["ask", "chat", "call"] for b in range(branches)}
+def _schedule(rng: random.Random, branches: int, calls: int = 1) -> Schedule:
+    """Every branch's steps (ask, chat, then ``calls`` calls: see :func:`_nested`) interleaved
+    at random."""
+    left = {b: ["ask", "chat", "call", *["call2"] * (calls - 1)] for b in range(branches)}
     out: Schedule = []
     while any(left.values()):
         b = rng.choice([b for b, steps in left.items() if steps])
@@ -440,12 +442,21 @@ def test_nested_spans_alike_replay_strictly_in_any_interleaving(server: LLMServe
 
 
 def _nested_well(run: Any, branches: int) -> None:
-    """Each model call of ``run`` in a span of its own under a "chat" under an "ask", one
-    call each, every span ended once."""
+    """Each model call of ``run`` in a span of its own under a "chat" under an "ask", each
+    question asked once and answered, a branch's calls (its question; "+" marks its second)
+    under one chat, one chat and one ask a branch, every span ended once."""
     events = list(run.iter_events())
     started = {e.span_id: e for e in events if e.type == "span.started"}
     assert sorted(e.span_id for e in events if e.type == "span.ended") == sorted(started), run.id
-    chats = [started[e.span_id].payload["parent"] for e in events if e.type == "llm.response"]
+    asked = [e for e in events if e.type == "llm.request"]
+    questions = [e.payload["messages"][-1]["content"] for e in asked]
+    assert len(set(questions)) == len(questions) == sum(e.type == "llm.response" for e in events), questions
+    assert len({e.span_id for e in asked}) == len(asked), "two calls in one span"
+    chat_of: dict[str, set[str]] = {}
+    for call, question in zip(asked, questions, strict=True):
+        chat_of.setdefault(question.rstrip("+"), set()).add(started[call.span_id].payload["parent"])
+    assert len(chat_of) == branches and all(len(chats) == 1 for chats in chat_of.values()), chat_of
+    chats = [next(iter(c)) for c in chat_of.values()]
     asks = [started[chat].payload["parent"] for chat in chats]
     assert [started[c].payload["name"] for c in chats] == ["chat"] * branches and len(set(chats)) == branches
     assert [started[a].payload["name"] for a in asks] == ["ask"] * branches and len(set(asks)) == branches
@@ -576,11 +587,11 @@ def test_random_forks_of_nested_spans_alike_finish_as_the_parent(server: LLMServ
 
 
 def _chats_name_their_calls(run: Any) -> None:
-    """Each chat span's "topic" attribute is the question of the model call under it."""
+    """Each chat span's "topic" attribute is the question of the model calls under it."""
     started = {e.span_id: e for e in run.iter_events() if e.type == "span.started"}
     for asked in (e for e in run.iter_events() if e.type == "llm.request"):
         chat = started[started[asked.span_id].payload["parent"]]
-        assert chat.payload["attributes"]["topic"] == asked.payload["messages"][-1]["content"], chat.seq
+        assert chat.payload["attributes"]["topic"] == asked.payload["messages"][-1]["content"].rstrip("+"), chat.seq
 
 
 def _forks_well(server: LLMServer, store: Any, recorded: str, forked_in: str, cut: Callable[[Any], int], *,
@@ -706,10 +717,7 @@ def test_a_span_re_bound_takes_its_first_call_before_its_second(server: LLMServe
                                                       _steps("1:ask 0:ask 0:chat 1:chat 1:call 1:call2 0:call 0:call2")))
 
         assert forked.status == "finished"
-        started = {e.span_id: e for e in forked.iter_events() if e.type == "span.started"}
-        chats = {q: started[started[e.span_id].payload["parent"]].span_id for e in forked.iter_events()
-                 if e.type == "llm.request" for q in [e.payload["messages"][-1]["content"]]}
-        assert chats["q0"] == chats["q0+"] != chats["q1"] == chats["q1+"]
+        _nested_well(forked, len(questions))  # q0 and q0+ under one chat, q1 and q1+ under another
         assert len(server.requests) == sent
     finally:
         handle.uninstrument()
