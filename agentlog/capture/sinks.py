@@ -607,11 +607,12 @@ class ReplaySink:
     alike when they open, opened side by side, are bound to the recorded ones in the order they
     open and re-bound when the first thing done in one says it is another's (:meth:`_rebound`),
     never so as to part a span from the recorded one it is, attributes and all
-    (:meth:`_same_as`). In a fork, spans written past the cut are re-bound the same way; a call going past the cut
-    re-binds its spans to those the parent asked it under (:meth:`_bind_as_past`), and when
-    those are past the cut too, its spans matched in the prefix move there (:meth:`_move_past`),
-    their starts left to the next spans alike (:meth:`_adopt`; a start no span takes fails the
-    fork when the program ends, :meth:`left_behind`). Threads compare in turn (:attr:`lock`).
+    (:meth:`_same_as`). In a fork, spans written past the cut are re-bound the same way; a call
+    going past the cut re-binds its spans to those the parent asked it under
+    (:meth:`_bind_as_past`), and when those are past the cut too, its spans matched in the
+    prefix move there (:meth:`_move_past`), their starts left to the next spans alike
+    (:meth:`_adopt`; a start no span takes fails the fork when the program ends,
+    :meth:`left_behind`). Threads compare in turn (:attr:`lock`).
     """
 
     def __init__(self, recorded: Iterable[Event], *, run_id: str, prefix: int,
