@@ -45,6 +45,7 @@ Warnings (``warnings.warn``, never raised)::
 
     UnknownModelWarning (UserWarning)          no price for a model: its cost is recorded as unknown
     CheckpointWarning (RuntimeWarning)         a checkpoint was not written or not used (derived data)
+    ForkEditWarning (UserWarning)              a fork's edited answer was never served: the fork ran without it
 
 Facts become attributes, and every message names the run, the seq, the field or the file,
 and, where there is one, the next step.
@@ -73,6 +74,7 @@ __all__ = [
     "EventSchemaError",
     "EventVersionError",
     "FoldError",
+    "ForkEditWarning",
     "InvalidBlobRefError",
     "MissingDependencyError",
     "NotReplayableError",
@@ -413,6 +415,21 @@ class UsageError(RecordError, ValueError):
 class CheckpointWarning(RuntimeWarning):
     """A checkpoint could not be written (the recording goes on) or was not used (the state is
     folded from the log instead). Checkpoints are derived data: nothing recorded is lost."""
+
+
+class ForkEditWarning(UserWarning):
+    """A fork ran without one of its edits: the program did not make the edited call again
+    after the cut (an earlier edit, or a changed program, took it down another path), so that
+    edited answer was never served. The fork is recorded all the same; its ``fork.started``
+    lists every edit asked for. ``fork_id`` and ``seqs`` (the parent's seqs of the answers
+    never served) say which."""
+
+    def __init__(self, fork_id: str, seqs: list[int]) -> None:
+        self.fork_id, self.seqs = fork_id, seqs
+        which = ", ".join(f"seq {seq}" for seq in seqs)
+        super().__init__(f"fork {fork_id}: the edited answer at {which} was never served: the program did "
+                         "not make that call again after the cut (before the fork ended or stopped), so the fork "
+                         "ran without that edit")
 
 
 class UnknownModelWarning(UserWarning):

@@ -18,7 +18,9 @@ Edits (:mod:`agentlog.edit`):
 - ``replace_response(seq, payload)`` — the answer recorded at ``seq`` (> ``at``) is served
   changed when the program asks that call again (checked against the answer's type before
   the fork is made; like any served answer it costs nothing: an edited model answer has no
-  usage unless the edit gives one);
+  usage unless the edit gives one). An answer a traced span reported is refused
+  (:func:`unservable`: the program was never served it); an edit the program never asked for
+  after the cut is warned of (:class:`~agentlog.errors.ForkEditWarning`);
 - ``patch_state(ops)`` — a ``state.patch`` right after the cut;
 - ``replace_input(inputs)`` — the program sees other inputs (the fork starts before
   ``run.started``, so ``at`` must be ``-1``);
@@ -29,19 +31,22 @@ from __future__ import annotations
 
 import inspect
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .._words import with_article
-from ..errors import DivergenceError
+from ..errors import DivergenceError, ForkEditWarning
 from ..events import (
     HTTP_RESPONSE,
     LLM_RESPONSE,
+    SPAN_STARTED,
     TOOL_RESULT,
     Body,
     ForkStarted,
     LLMResponse,
+    SpanStarted,
     StatePatch,
     Usage,
     body_class,
@@ -56,7 +61,7 @@ from .session import Program, program_reducers, resolve_store
 from .sinks import ReplaySink, ResponseCache, WriterSink, answer_kind, recorded_by, run_redactor
 
 __all__ = ["Edit", "PatchState", "ReplaceInput", "ReplaceResponse", "afork", "fork", "patch_state",
-           "replace_input", "replace_response"]
+           "replace_input", "replace_response", "unservable"]
 
 _REPLACEABLE = (LLM_RESPONSE, TOOL_RESULT, HTTP_RESPONSE)
 
@@ -140,6 +145,39 @@ def _check(run: Any, at: int, edits: list[Edit]) -> None:
             if run.event(e.seq).type not in _REPLACEABLE:
                 raise ValueError(f"run {run.id}: seq {e.seq} is {with_article(run.event(e.seq).type)}, not one of "
                                  f"{', '.join(_REPLACEABLE)}")
+            why = unservable(run, e.seq)
+            if why is not None:
+                raise ValueError(f"run {run.id}: replace_response(seq={e.seq}) cannot be served: {why}")
+
+
+def unservable(run: Any, seq: int) -> str | None:
+    """Why a fork could not serve the answer at ``seq`` changed (``None``: it can).
+
+    An answer that a traced span reported (a framework's call, written from its OpenTelemetry
+    span: the Agents SDK's handoff, a tool a framework runs in its own code) was what the
+    framework saw, not an answer the program was served from the log: a fork would run the
+    framework's own code again and never ask for it.
+    """
+    event = run.event(seq)
+    span_id = event.span_id or ""
+    if not (span_id[:1] == "s" and span_id[1:].isdigit()) or not 0 <= int(span_id[1:]) < len(run):
+        return None
+    opened = run.event(int(span_id[1:]))
+    if opened.type != SPAN_STARTED or not opened.payload.get(SpanStarted.K.otel):
+        return None
+    name = opened.payload.get(SpanStarted.K.name)
+    return (f"seq {seq} is the {event.type} that the traced span {span_id} ({name!r}) reported: the "
+            "framework made that call in its own code, and the program was not served it from the log, "
+            "so a fork would never ask for it. Edit an answer the recorder served (a model call's "
+            "llm.response, a tool.result of @al.tool or rec.tool) or patch the state")
+
+
+def warn_unserved(run: Any, edits: list[Edit], sink: ReplaySink, fork_id: str) -> None:
+    """Warn (:class:`~agentlog.errors.ForkEditWarning`) of the edited answers the fork never served."""
+    left = sink.after.edits if sink.after is not None else {}
+    seqs = [e.seq for e in edits if isinstance(e, ReplaceResponse) and answer_kind(run.event(e.seq))[1] in left]
+    if seqs:
+        warnings.warn(ForkEditWarning(fork_id, seqs), stacklevel=3)
 
 
 def _replacements(run: Any, edits: list[Edit]) -> dict[str, Body]:
@@ -212,7 +250,9 @@ def fork(run: Any, at: int, *, program: Program, edit: Edit | Iterable[Edit] | N
             return forked
     writer, sink, rec = _prepare(run, at, program, edits, name, store, reducers, run_id, tags, clock,
                                  capture_http)
-    return run_steps(_forked(writer, sink, program_steps(rec, program)))
+    forked = run_steps(_forked(writer, sink, program_steps(rec, program)))
+    warn_unserved(run, edits, sink, forked.id)
+    return forked
 
 
 def _prepare(run: Any, at: int, program: Program, edits: list[Edit], name: str | None, store: Any,
@@ -286,7 +326,9 @@ async def afork(run: Any, at: int, *, program: Program, edit: Edit | Iterable[Ed
     _check(run, at, edits)
     writer, sink, rec = _prepare(run, at, program, edits, name, store, reducers, run_id, tags, clock,
                                  capture_http)
-    return await arun(_forked(writer, sink, program_steps(rec, program)))
+    forked = await arun(_forked(writer, sink, program_steps(rec, program)))
+    warn_unserved(run, edits, sink, forked.id)
+    return forked
 
 
 def writer_parent_hash(writer: Any) -> str:

@@ -54,7 +54,7 @@ from ..events import (
     ToolResult,
 )
 from ..folding import apply_patch, thaw
-from .fork import Edit, fork, patch_state, replace_input, replace_response
+from .fork import Edit, fork, patch_state, replace_input, replace_response, unservable
 from .runtime import approve, deny, resume
 
 if TYPE_CHECKING:
@@ -254,6 +254,7 @@ def applicability(run: Run, seq: int, kind: str, program: Any = None) -> str | N
         wanted = LLM_RESPONSE if kind == "llm_response" else TOOL_RESULT
         if event_type != wanted:
             return f"{KINDS[kind]} needs {with_article(wanted)} event; seq {seq} is {with_article(event_type)}"
+        return unservable(run, seq)
     elif kind == "state_patch" and seq >= len(run) - 1:
         return f"seq {seq} is the last event: a fork after it has nothing to re-run"
     elif kind == "approval":

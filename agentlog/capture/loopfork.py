@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..events import SPAN_STARTED
-from .fork import Edit, ReplaceInput, fork_sink
+from .fork import Edit, ReplaceInput, fork_sink, warn_unserved
 from .lifecycle import closing, drive
 from .recorder import Recorder
 from .replay import deferred_inputs
@@ -81,4 +81,5 @@ def fork_loop(run: Any, at: int, *, program: AgentProgram, edits: list[Edit], na
     loop = Loop(program, rec, partial)
     with closing(writer, what="fork recorded as run"):  # no run.started: the run goes on mid-way
         drive(rec, lambda _: loop.run(), begin=lambda: None)
+    warn_unserved(run, edits, sink, writer.id)
     return writer.run

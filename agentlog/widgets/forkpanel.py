@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import html
 import json
+import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ from ..capture.forkplan import (
     plan_fork,
     recorded_value,
 )
+from ..errors import ForkEditWarning
 from ..events import APPROVAL_DENIED, APPROVAL_GRANTED
 from ._kernel import as_widget
 
@@ -371,9 +373,11 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         self.button.disabled = True
         self._step(1, f"forking at seq {plan.at}…")
         try:
-            new = execute_plan(self.run, plan, self.program, clock=self.clock)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", ForkEditWarning)
+                new = execute_plan(self.run, plan, self.program, clock=self.clock)
             self._step(2, f"comparing {self.run.id} with {new.id}…")
-            self._show_result(new)
+            self._show_result(new, _fork_notes(caught))
         except Exception as exc:
             notes = "; ".join(getattr(exc, "__notes__", []))
             self._show_errors([f"{self._where()}: the fork failed: {type(exc).__name__}: {exc}"
@@ -385,13 +389,15 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         self._step(3, f"forked: {new.id}")
         return new
 
-    def _show_result(self, new: Run) -> None:
-        """The new run's card and its DiffView against the parent, below the controls."""
+    def _show_result(self, new: Run, notes: list[str]) -> None:
+        """The new run's card and its DiffView against the parent, below the controls; above
+        them, what the fork warned of (an edit it never served)."""
         from .diffview import DiffView  # imported late: it pulls in plotly
         view = DiffView(self.run, new)
         card = widgets.HTML(new._repr_html_() or html.escape(repr(new)))
+        warned = "".join(f'<div style="color:#a15c00">⚠ {html.escape(note)}</div>' for note in notes)
         self.result.children = [widgets.HTML(f"<b>new run</b> <code>{html.escape(new.id)}</code> "
-                                             f"({html.escape(str(new.status))}, {len(new)} events)"),
+                                             f"({html.escape(str(new.status))}, {len(new)} events){warned}"),
                                 card, as_widget(view)]
         self.new_run, self.diff_view = new, view
 
@@ -399,3 +405,15 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         # Whatever fails is already in the panel's error area, with the run id and seq.
         with contextlib.suppress(Exception):
             self.run_fork()
+
+
+def _fork_notes(caught: list[warnings.WarningMessage]) -> list[str]:
+    """The texts of the :class:`~agentlog.errors.ForkEditWarning` caught while forking, for the
+    panel; any other warning is issued again as it came."""
+    notes: list[str] = []
+    for warning in caught:
+        if issubclass(warning.category, ForkEditWarning):
+            notes.append(str(warning.message))
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    return notes

@@ -519,6 +519,37 @@ def test_an_agents_sdk_agent_with_its_spans_counts_each_call_once(instrumented: 
     assert len(server.requests) == 2
 
 
+def test_an_agents_sdk_handoff_is_what_the_sdk_saw_and_a_fork_cannot_edit_it(instrumented: Any, server: LLMServer,
+                                                                           store: Any, fresh_loop: None) -> None:
+    """The SDK hands off in its own code: its handoff span's tool call is written as the SDK
+    saw it, and replays, but a fork cannot serve it changed. The fork refuses the edit, naming
+    the seq and the span, and the fork panel says why, instead of making a fork that looks
+    edited and runs exactly as the parent did."""
+    import openai
+    from agents import Agent, OpenAIChatCompletionsModel, Runner
+
+    from agentlog.capture.forkplan import applicability
+
+    async def program(rec: Any) -> str:
+        async with openai.AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            model = OpenAIChatCompletionsModel(model=MODEL, openai_client=client)
+            sre = Agent(name="sre", instructions="You are an SRE.", model=model)
+            triage = Agent(name="triage", instructions="Hand off to sre.", handoffs=[sre], model=model)
+            return str((await Runner.run(triage, QUESTION)).final_output)
+
+    run = asyncio.run(al.arecord(program, store=store, name="agents-sdk-handoff"))
+    assert run.status == "finished", run.status
+    [handoff] = [e for e in run.iter_events() if e.type == "tool.result"]
+    assert handoff.payload["result"] == "sre" and "handoff" in handoff.payload["name"]
+    assert asyncio.run(al.areplay(program, run)).ok
+
+    with pytest.raises(ValueError, match=rf"replace_response\(seq={handoff.seq}\).*traced span {handoff.span_id}"):
+        al.fork(run, handoff.seq - 1, program=program,
+                edit=al.edit.replace_response(handoff.seq, {"result": "billing"}))
+    why = applicability(run, handoff.seq, "tool_result")
+    assert why is not None and "traced span" in why
+
+
 # --- PydanticAI ----------------------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import warnings
 from typing import Any
 
 import pytest
@@ -109,3 +110,27 @@ def test_a_divergence_the_program_catches_still_fails_the_fork(store: Any) -> No
     with pytest.raises(al.errors.DivergenceError, match="diverged at seq 1") as caught:
         al.fork(run, at=1, program=catching)
     assert "something else" in str(caught.value)
+
+
+def test_an_edit_the_fork_never_served_is_warned_of(store: Any) -> None:
+    """A fork whose program no longer makes the edited call (an earlier edit took it down
+    another path) runs without that edit: it says so, naming the fork and the seq, instead of
+    leaving a fork that looks edited and is not."""
+    def program(rec: Any) -> str:
+        go = rec.tool("check", {}, lambda: "go")
+        return rec.tool("act", {}, lambda: "acted") if go == "go" else "stopped"
+
+    run = al.record(program, store=store, name="two tools")
+    check, act = [e for e in run.iter_events() if e.type == "tool.result"]
+    with pytest.warns(al.errors.ForkEditWarning) as caught:
+        fork = al.fork(run, at=0, program=program,
+                       edit=[al.edit.replace_response(check.seq, {"result": "stop"}),
+                             al.edit.replace_response(act.seq, {"result": "acted twice"})])
+    assert fork.event(len(fork) - 1).payload["result"] == "stopped"
+    [warning] = caught
+    assert f"fork {fork.id}" in str(warning.message) and f"seq {act.seq}" in str(warning.message)
+    assert f"seq {check.seq}" not in str(warning.message)  # that edit was served
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every edit served: nothing to say
+        al.fork(run, at=0, program=program, edit=al.edit.replace_response(act.seq, {"result": "x"}))

@@ -463,6 +463,42 @@ def test_a_tool_traced_by_a_framework_and_recorded_by_al_tool_is_one_row(instrum
     assert span.call_seqs == []
 
 
+def test_a_fork_refuses_to_edit_what_a_traced_span_reported(instrumented: Any, store: Any) -> None:
+    """A tool a framework runs in its own code (the Agents SDK's handoff) is written from its
+    span, as the framework saw it: the program was never served that result from the log, so a
+    fork could not serve it changed. Editing it is refused before anything is written, naming
+    the seq and the span, and the fork panel says so; a tool the recorder ran stays editable."""
+    from agentlog.capture.forkplan import applicability
+
+    tracer = instrumented.provider.get_tracer("tools")
+
+    @al.tool
+    def lookup(service: str) -> str:
+        return f"{service} ok"
+
+    def program(rec: Any) -> str:
+        with tracer.start_as_current_span("handoff", attributes={
+                "openinference.span.kind": "TOOL", "tool.name": "handoff", "input.value": "triage"}) as span:
+            span.set_attribute("output.value", "sre")  # what the framework decided, in its own code
+        return lookup("api")
+
+    run = al.record(program, store=store, name="handoff")
+    traced, recorded = [e for e in run.iter_events() if e.type == "tool.result"]
+    assert traced.payload["result"] == "sre" and recorded.payload["result"] == "api ok"
+    runs = len(store.runs())
+
+    with pytest.raises(ValueError, match=rf"replace_response\(seq={traced.seq}\).*traced span "
+                                         rf"{traced.span_id} \('handoff'\)"):
+        al.fork(run, 0, program=program, edit=al.edit.replace_response(traced.seq, {"result": "billing"}))
+    assert len(store.runs()) == runs  # refused before a fork was made
+    why = applicability(run, traced.seq, "tool_result")
+    assert why is not None and f"seq {traced.seq}" in why and "traced span" in why
+
+    assert applicability(run, recorded.seq, "tool_result") is None
+    fork = al.fork(run, 0, program=program, edit=al.edit.replace_response(recorded.seq, {"result": "api down"}))
+    assert fork.event(len(fork) - 1).payload["result"] == "api down"
+
+
 @pytest.mark.usefixtures("no_background_write")
 def test_force_flush_writes_the_held_spans(store: Any) -> None:
     from opentelemetry.sdk.trace import TracerProvider

@@ -78,6 +78,31 @@ def test_tool_result_fork_cuts_before_the_call(store: Any) -> None:
     assert served.payload["result"]["value"] == 0.35 and served.payload["edited"] is True
 
 
+def test_a_fork_that_never_served_its_edit_says_so_in_the_panel(tmp_path: Path) -> None:
+    """A changed program that no longer makes the edited call (it asks the same tool with
+    other arguments) runs without the edit: the panel shows the warning above the new run,
+    naming the seq."""
+    store = al.Store(tmp_path / "own")
+
+    def recorded(rec: Any) -> str:
+        go = rec.tool("check", {}, lambda: "go")
+        return str(rec.tool("act", {"go": go}, lambda go: f"acted on {go}"))
+
+    def changed(rec: Any) -> str:
+        rec.tool("check", {}, lambda: "go")
+        return str(rec.tool("act", {"go": "later"}, lambda go: f"acted on {go}"))
+
+    run = store.run(al.record(recorded, store=store, name="two tools").id)
+    act = [e for e in run.iter_events() if e.type == "tool.result"][-1]
+    panel = ForkPanel(run, changed)
+    panel.select(act.seq)
+    assert panel.set_edit("tool_result", {"result": "acted twice"}) == []
+    new = panel.run_fork()
+    assert new.event(len(new) - 1).payload["result"] == "acted on later"  # run live, not the edit
+    header = panel.result.children[0].value
+    assert "never served" in header and f"seq {act.seq}" in header and new.id in header
+
+
 def test_invalid_json_disables_fork_and_shows_the_error(refunds: Any) -> None:
     panel = ForkPanel(refunds, al.examples.program("refunds"))
     panel.editor.value = '{"decision": "approve", '  # as if typed in the editor
