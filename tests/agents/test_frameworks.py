@@ -167,6 +167,55 @@ def test_a_langgraph_agent_with_its_spans_counts_each_call_once(server: LLMServe
         handle.uninstrument()
 
 
+def test_a_langgraph_interrupt_traced_replays_and_forks_at_the_human_answer(server: LLMServer, store: Any) -> None:
+    """LangGraph's human in the loop: ``interrupt()`` raises inside a node (LangChain's span
+    records the exception, its message holding an id new on every run), the program asks a
+    person (a recorded tool) and resumes the graph with ``Command(resume=...)`` from its
+    checkpointer. The traced run replays strictly, and a fork that changes the person's
+    answer changes the next model request."""
+    from langchain_openai import ChatOpenAI
+    from langgraph.checkpoint.memory import MemorySaver
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import Command, interrupt
+
+    class Draft(TypedDict, total=False):
+        question: str
+        draft: str
+        verdict: str
+        final: str
+
+    llm = ChatOpenAI(model=MODEL, base_url=server.url, api_key="test", max_retries=0)
+    builder = StateGraph(Draft)
+    builder.add_node("draft", lambda s: {"draft": llm.invoke(s["question"]).content})
+    builder.add_node("review", lambda s: {"verdict": interrupt({"draft": s["draft"]})})
+    builder.add_node("finish", lambda s: {"final": llm.invoke(f"{s['draft']}; the reviewer: {s['verdict']}").content})
+    for edge in ((START, "draft"), ("draft", "review"), ("review", "finish"), ("finish", END)):
+        builder.add_edge(*edge)
+
+    def program(rec: Any) -> str:
+        graph, config = builder.compile(checkpointer=MemorySaver()), {"configurable": {"thread_id": "t1"}}
+        paused = graph.invoke({"question": QUESTION}, config)
+        verdict = rec.tool("ask_reviewer", {"draft": paused["draft"]}, lambda draft: "approved")
+        return str(graph.invoke(Command(resume=verdict), config)["final"])
+
+    handle = al.instrument(instrumentors=["openinference-instrumentation-langchain"])
+    try:
+        run = al.record(program, store=store, name="langgraph-interrupt")
+        assert run.status == "finished", run.status
+        interrupts = [e for e in run.iter_events() if e.type == "error" and "Interrupt" in str(e.payload["error"])]
+        assert interrupts, "LangChain's span recorded the interrupt"
+        result = al.replay(program, run)
+        assert result.ok, str(result.divergence)
+        [asked] = [e for e in run.iter_events() if e.type == "tool.result"]
+        forked = al.fork(run, asked.seq - 1, program=program,
+                         edit=al.edit.replace_response(asked.seq, {"result": "rejected"}))
+        assert forked.status == "finished"
+        [last] = [e for e in forked.iter_events() if e.type == "llm.request"][-1:]
+        assert "the reviewer: rejected" in json.dumps(last.payload["messages"])
+    finally:
+        handle.uninstrument()
+
+
 def test_a_langgraph_run_recorded_before_its_spans_nested_replays(server: LLMServer, store: Any,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """A run recorded when LangChain's spans were not found as parents (the transport's and

@@ -4,6 +4,7 @@ OpenInference instrumentors, land in the recording active in their context while
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -296,6 +297,41 @@ def test_what_a_span_tells_at_its_end_is_its_span_ended(store: Any, tmp_path: Pa
     fail[0] = True
     diverged = al.replay(program, run)
     assert not diverged.ok and diverged.divergence is not None and "status" in str(diverged.divergence)
+
+
+def test_what_a_span_saw_of_an_exception_is_not_compared_on_replay(store: Any) -> None:
+    """A framework's span that records an exception (LangGraph's ``interrupt()`` raises one
+    whose message holds an id new on every run) and a span event with attributes new on every
+    run: a strict replay compares the exception's type and the event's name, not what the
+    tracer saw of them (a message, a traceback whose paths and line numbers move with any edit
+    of the code, an event's attributes), while a span that records another exception type
+    diverges."""
+    import uuid
+
+    from opentelemetry.sdk.trace import TracerProvider
+
+    provider = TracerProvider()
+    provider.add_span_processor(al.otel.SpanProcessor())
+    tracer = provider.get_tracer("framework")
+    raised: list[type[Exception]] = [LookupError]
+
+    def program(rec: Any) -> str:
+        with contextlib.suppress(LookupError), tracer.start_as_current_span("review") as span:
+            span.add_event("checkpoint", {"checkpoint.id": str(uuid.uuid4())})
+            raise raised[0](f"Interrupt(id={uuid.uuid4().hex!r})")  # caught, as LangGraph catches its own
+        return "paused"
+
+    run = al.record(program, store=store, name="interrupted")
+    [error] = [e for e in run.iter_events() if e.type == "error"]
+    assert error.payload["type"] == "LookupError" and "Interrupt(id=" in error.payload["error"]
+    [event] = [e for e in run.iter_events() if e.type == "span.event"]
+    assert event.payload["name"] == "checkpoint"
+    result = al.replay(program, run)  # another id in the message and in the event: not compared
+    assert result.ok, str(result.divergence)
+
+    raised[0] = KeyError  # another exception: what the program did changed
+    diverged = al.replay(program, run)
+    assert not diverged.ok and diverged.divergence is not None and diverged.divergence.seq == error.seq
 
 
 def test_the_join_hook_sees_each_model_call_once(instrumented: Any, store: Any) -> None:
