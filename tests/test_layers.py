@@ -54,7 +54,7 @@ LAYERS: dict[str, str] = {
         agentlog.capture.loopstate agentlog.capture.recorder agentlog.capture.replay
         agentlog.capture.runtime agentlog.capture.session agentlog.capture.sinks
         agentlog.capture.transport agentlog.capture.httpx_hook agentlog.capture.endpoints
-        agentlog.capture.streams agentlog.capture.headers
+        agentlog.capture.streams agentlog.capture.headers agentlog.capture.rewire
         agentlog.capture.forkplan
         agentlog.capture.effects agentlog.capture.lifecycle agentlog.capture.loopfork
         agentlog.capture.providers agentlog.capture.replayable agentlog.capture.runtime.approvals

@@ -18,7 +18,9 @@ Edits (:mod:`agentlog.edit`):
 - ``replace_response(seq, payload)`` — the answer recorded at ``seq`` (> ``at``) is served
   changed when the program asks that call again (checked against the answer's type before
   the fork is made; like any served answer it costs nothing: an edited model answer has no
-  usage unless the edit gives one). An answer a traced span reported is refused
+  usage unless the edit gives one). The edited answer of a model call the HTTP transport
+  recorded reaches the SDK in the HTTP response it is served (:mod:`.rewire`). An answer a
+  traced span reported is refused
   (:func:`unservable`: the program was never served it); an edit the program never asked for
   after the cut is warned of (:class:`~agentlog.errors.ForkEditWarning`);
 - ``patch_state(ops)`` — a ``state.patch`` right after the cut;
@@ -33,18 +35,25 @@ import inspect
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 from .._words import with_article
 from ..errors import DivergenceError, ForkEditWarning
 from ..events import (
+    HTTP_REQUEST,
     HTTP_RESPONSE,
+    LLM_REQUEST,
     LLM_RESPONSE,
+    SPAN_ENDED,
     SPAN_STARTED,
     TOOL_RESULT,
     Body,
+    Event,
     ForkStarted,
+    HTTPRequest,
+    HTTPResponse,
     LLMResponse,
     SpanStarted,
     StatePatch,
@@ -53,10 +62,12 @@ from ..events import (
 )
 from .effects import Steps, arun
 from .effects import run as run_steps
+from .endpoints import model_call
 from .lifecycle import closing, program_steps
 from .recorder import Recorder
 from .replay import recorded_inputs, run_coroutine
 from .replayable import require_replayable
+from .rewire import rewired
 from .session import Program, program_reducers, resolve_store
 from .sinks import ReplaySink, ResponseCache, WriterSink, answer_kind, recorded_by, run_redactor
 
@@ -180,22 +191,85 @@ def warn_unserved(run: Any, edits: list[Edit], sink: ReplaySink, fork_id: str) -
         warnings.warn(ForkEditWarning(fork_id, seqs), stacklevel=3)
 
 
-def _replacements(run: Any, edits: list[Edit]) -> dict[str, Body]:
-    """``key -> the edited answer``, each checked against its type (before anything is written)."""
+def _replacements(run: Any, edits: list[Edit]) -> tuple[dict[str, Body], set[int]]:
+    """``key -> the edited answer``, each checked against its type (before anything is written),
+    and the seqs of the parent's answers they stand for, which the fork's cache leaves out.
+
+    The answer of a model call the HTTP transport recorded is served twice over: the HTTP
+    response the SDK reads, then the ``llm.response``. An edited ``llm.response`` serves the
+    program the recorded HTTP body with the edited answer put in it (:mod:`.rewire`), so the
+    program sees the edit; an edited ``http.response`` has its ``llm.response`` read from the
+    edited bytes, so the log says what the program saw."""
     served: dict[str, Body] = {}
+    skip: set[int] = set()
     for e in edits:
-        if isinstance(e, ReplaceResponse):
-            original = run.event(e.seq)
-            cls = body_class(original.type)
-            assert cls is not None  # _check allowed only answer types
-            payload = {**original.payload, **e.payload, cls.K.edited: True}
-            if cls is LLMResponse:  # served, so nothing paid: no usage unless the edit gives one
-                if LLMResponse.K.usage not in e.payload:
-                    payload[LLMResponse.K.usage] = Usage().to_json()
-                payload[LLMResponse.K.cost_source] = "cache"
-            columns = {"cost_usd": 0.0 if cls is LLMResponse else None, "duration_ms": None}
-            served[answer_kind(original)[1]] = cls.from_payload(payload, columns=columns)
-    return served
+        if not isinstance(e, ReplaceResponse):
+            continue
+        original = run.event(e.seq)
+        cls = body_class(original.type)
+        assert cls is not None  # _check allowed only answer types
+        payload = {**original.payload, **e.payload, cls.K.edited: True}
+        if cls is LLMResponse:  # served, so nothing paid: no usage unless the edit gives one
+            if LLMResponse.K.usage not in e.payload:
+                payload[LLMResponse.K.usage] = Usage().to_json()
+            payload[LLMResponse.K.cost_source] = "cache"
+        columns = {"cost_usd": 0.0 if cls is LLMResponse else None, "duration_ms": None}
+        body = cls.from_payload(payload, columns=columns)
+        served[answer_kind(original)[1]] = body
+        skip.add(e.seq)
+        exchange = _exchange(run, original)
+        if exchange is None:
+            continue
+        request, other = exchange  # the other answer of the call: served from the edit, not the log
+        skip.add(other.seq)
+        if isinstance(body, LLMResponse):
+            http = HTTPResponse.of(other)
+            served[http.key] = replace(http, body=_rewired(run, e.seq, request, http, body), edited=True,
+                                       duration_ms=None, served_from_seq=None)
+    return served, skip
+
+
+def _exchange(run: Any, answer: Event) -> tuple[Event, Event] | None:
+    """For the ``llm.response`` or the ``http.response`` of a model call the HTTP transport
+    recorded: its ``http.request`` and the other answer (the ``http.response``, or the
+    ``llm.response``); ``None`` for any other answer."""
+    if answer.type == LLM_RESPONSE:
+        asked, start, stop = answer.caused_by, (answer.caused_by or 0) + 1, answer.seq
+    elif answer.type == HTTP_RESPONSE and answer.caused_by is not None:
+        asked, start, stop = run.event(answer.caused_by).caused_by, answer.seq + 1, None
+    else:
+        return None
+    if asked is None or run.event(asked).type != LLM_REQUEST:
+        return None
+    request: Event | None = None
+    for event in run.iter_events(start=start, stop=stop):
+        if event.span_id != answer.span_id:
+            continue
+        if event.type == HTTP_REQUEST and event.caused_by == asked:
+            request = event
+        elif answer.type == LLM_RESPONSE and event.type == HTTP_RESPONSE and request is not None \
+                and event.caused_by == request.seq:
+            return request, event
+        elif answer.type == HTTP_RESPONSE and event.type == LLM_RESPONSE and event.caused_by == asked:
+            return run.event(answer.caused_by), event
+        elif event.type == SPAN_ENDED:
+            return None
+    return None
+
+
+def _rewired(run: Any, seq: int, request: Event, http: HTTPResponse, answer: LLMResponse) -> str:
+    """The recorded HTTP body of a model call with the edited ``answer`` put in it."""
+    asked = HTTPRequest.of(request)
+    call = model_call(asked.method, urlsplit(str(asked.url)).path, asked.content)
+    if call is None or not 200 <= http.status < 300:
+        raise ValueError(f"run {run.id}: replace_response(seq={seq}): the recorded HTTP exchange at seq "
+                         f"{request.seq} is not a model call's answer to put the edited one in")
+    try:
+        return rewired(call.api, call.streamed, http.content, answer.message, answer.finish_reason).decode()
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ValueError(f"run {run.id}: replace_response(seq={seq}): the edited answer cannot be put in the "
+                         f"recorded {call.api} response ({type(exc).__name__}: {exc}); edit its http.response "
+                         "instead") from exc
 
 
 def fork(run: Any, at: int, *, program: Program, edit: Edit | Iterable[Edit] | None = None,
@@ -277,12 +351,12 @@ def fork_sink(run: Any, at: int, edits: list[Edit], *, name: str | None, store: 
     redactor = run_redactor(run)
     target = resolve_store(store if store is not None else run.store)
     parent_name = run.meta.get("name") or run.id
+    replacements, skip = _replacements(run, edits)  # checked before the fork is made
     writer = target.create_run(name=name or f"{parent_name} fork@{at}", fork_of=(run.id, at),
                                tags={**(tags or {}), "fork_of": run.id, "fork_seq": at},
                                run_id=run_id, clock=clock, redact=redactor.names)
-    skip = {e.seq for e in edits if isinstance(e, ReplaceResponse)}
     cache = ResponseCache(e for e in run.iter_events(start=at + 1) if e.seq not in skip)
-    after = WriterSink(writer, cache=cache, edits=_replacements(run, edits))
+    after = WriterSink(writer, cache=cache, edits=replacements)
     holder: dict[str, Recorder] = {}
 
     def at_cut() -> None:

@@ -215,15 +215,16 @@ def _answer(rec: Recorder, call: ModelCall, key: str, status: int, content: byte
 def _served_answer(rec: Recorder, call: ModelCall, key: str, answer: HTTPResponse,
                    asked: Event) -> Event:
     """Serve the recorded answer of a model call whose HTTP response was served: the log's own
-    (a replay, a fork's cache), or, when the log has none, the answer read from the served bytes
-    as a served answer costs: nothing."""
+    (a replay, a fork's cache or edit), or, when the log has none, the answer read from the
+    served bytes as a served answer costs: nothing (a fork's edited HTTP response: its answer
+    is edited too)."""
     served = rec.serve(LLM_RESPONSE, key, asked)
     if served is not None:
         return served
     body = _answer(rec, call, key, answer.status, answer.content, asked, rec.timer())
     if isinstance(body, LLMResponse):
         body = dataclasses.replace(body, cache_hit=True, cost_source="cache", duration_ms=None,
-                                   served_from_seq=answer.served_from_seq,
+                                   served_from_seq=answer.served_from_seq, edited=answer.edited,
                                    cost_usd=0.0 if body.model is not None else None)
     return rec.emit(body, caused_by=asked.seq)
 

@@ -216,7 +216,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _responses(self, body: dict[str, Any], n: int) -> None:
         text = "restart the api"
-        self._json(200, {
+        response = {
             "id": f"resp_{n}", "object": "response", "created_at": 1, "status": "completed",
             "model": ANSWERED_MODEL, "output": [{"type": "message", "id": f"msg_{n}", "status": "completed",
                                                  "role": "assistant", "content": [
@@ -224,7 +224,37 @@ class _Handler(BaseHTTPRequestHandler):
             "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
             "usage": {"input_tokens": 42, "output_tokens": 4, "total_tokens": 46,
                       "input_tokens_details": {"cached_tokens": 10},
-                      "output_tokens_details": {"reasoning_tokens": 0}}})
+                      "output_tokens_details": {"reasoning_tokens": 0}}}
+        if body.get("stream"):
+            self._responses_stream(response)
+        else:
+            self._json(200, response)
+
+    def _responses_stream(self, response: dict[str, Any]) -> None:
+        """``response`` as the Responses API streams it: named events, the text a word a delta,
+        the whole response in ``response.completed``."""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        [item] = response["output"]
+        part = item["content"][0]
+        where = {"item_id": item["id"], "output_index": 0, "content_index": 0}
+        words = str(part["text"]).split(" ")
+        events: list[dict[str, Any]] = [
+            {"type": "response.created", "response": {**response, "status": "in_progress", "output": []}},
+            {"type": "response.output_item.added", "output_index": 0,
+             "item": {**item, "status": "in_progress", "content": []}},
+            {"type": "response.content_part.added", **where, "part": {**part, "text": ""}},
+            *({"type": "response.output_text.delta", **where, "delta": w if i == 0 else " " + w, "logprobs": []}
+              for i, w in enumerate(words)),
+            {"type": "response.output_text.done", **where, "text": part["text"], "logprobs": []},
+            {"type": "response.content_part.done", **where, "part": part},
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+            {"type": "response.completed", "response": response}]
+        for i, event in enumerate(events):
+            self._chunk(f"event: {event['type']}\ndata: {json.dumps({**event, 'sequence_number': i})}\n\n".encode())
+        self._chunk(b"")
 
 
 class _Server(ThreadingHTTPServer):

@@ -1,0 +1,220 @@
+"""A fork that edits a model answer the HTTP transport recorded serves the program that answer:
+the SDK reads the edited text and tool calls from the HTTP response it is served (a JSON body,
+or a stream of server-sent events in the API's own shapes), for every model API, plain and
+streamed. The real SDKs, against the loopback server, are the oracle for the wire formats."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import openai
+import pytest
+from _server import MODEL, LLMServer
+
+import agentlog as al
+from agentlog.capture.rewire import rewired
+from agentlog.events import HTTPResponse, LLMResponse
+
+EDITED = "scale the db instead"
+CLAUDE, GEMINI = "claude-3-5-haiku-20241022", "gemini-1.5-flash"
+
+
+def _ask(server: LLMServer, api: str, streamed: bool) -> Callable[[str], str]:
+    """``ask(question) -> the answer's text``, through the real SDK of ``api``."""
+    root = server.url.removesuffix("/v1")
+    if api == "openai_chat":
+        client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
+
+        def chat(question: str) -> str:
+            messages = [{"role": "user", "content": question}]
+            if not streamed:
+                return str(client.chat.completions.create(model=MODEL, messages=messages).choices[0].message.content)
+            chunks = client.chat.completions.create(model=MODEL, messages=messages, stream=True)
+            return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        return chat
+    if api == "openai_responses":
+        client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
+
+        def responses(question: str) -> str:
+            if not streamed:
+                return client.responses.create(model=MODEL, input=question).output_text
+            with client.responses.stream(model=MODEL, input=question) as stream:
+                deltas = "".join(e.delta for e in stream if e.type == "response.output_text.delta")
+                final = stream.get_final_response().output_text
+            assert deltas == final  # the deltas and the whole answer agree
+            return final
+        return responses
+    if api == "anthropic":
+        import anthropic
+
+        claude = anthropic.Anthropic(base_url=root, api_key="test", max_retries=0)
+
+        def messages(question: str) -> str:
+            asked = [{"role": "user", "content": question}]
+            if not streamed:
+                return str(claude.messages.create(model=CLAUDE, max_tokens=100, messages=asked).content[0].text)
+            with claude.messages.stream(model=CLAUDE, max_tokens=100, messages=asked) as stream:
+                text = "".join(stream.text_stream)
+                assert stream.get_final_message().content[0].text == text
+            return text
+        return messages
+    from google import genai
+    from google.genai import types
+
+    client_g = genai.Client(api_key="test", http_options=types.HttpOptions(base_url=root, api_version="v1beta"))
+
+    def gemini(question: str) -> str:
+        if not streamed:
+            return str(client_g.models.generate_content(model=GEMINI, contents=question).text)
+        return "".join(str(c.text) for c in client_g.models.generate_content_stream(model=GEMINI, contents=question))
+    return gemini
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("api", ["openai_chat", "openai_responses", "anthropic", "gemini"])
+def test_a_fork_serves_the_edited_model_answer_to_the_sdk(server: LLMServer, store: Any, api: str,
+                                                          streamed: bool) -> None:
+    def program(rec: Any) -> list[str]:
+        ask = _ask(server, api, streamed)
+        first = ask("cpu=0.9, what now?")
+        return [first, ask(f"you said: {first}")]
+
+    run = al.record(program, store=store, name=f"{api} {'streamed' if streamed else 'plain'}")
+    assert run.status == "finished", run.status
+    recorded = run.event(len(run) - 1).payload["result"]
+    assert recorded[0] == "restart the api"
+    answer = next(e for e in run.iter_events() if e.type == "llm.response")
+    message = {**LLMResponse.of(answer).message, "content": EDITED}
+    sent = len(server.requests)
+
+    fork = al.fork(run, answer.caused_by - 1, program=program,
+                   edit=al.edit.replace_response(answer.seq, {"message": message}))
+
+    assert fork.event(len(fork) - 1).payload["result"][0] == EDITED  # what the SDK read
+    assert len(server.requests) == sent + 1  # the edited call served, the next one asked
+    assert f"you said: {EDITED}" in json.dumps(server.requests[-1][1])
+    own = list(fork.iter_events(start=answer.caused_by))
+    [served_http] = [HTTPResponse.of(e) for e in own[:8] if e.type == "http.response"]
+    [served_llm] = [LLMResponse.of(e) for e in own[:8] if e.type == "llm.response"]
+    assert served_http.edited and served_llm.edited and served_llm.message["content"] == EDITED
+    assert served_llm.cost_usd == 0.0  # served: nothing paid
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
+def test_a_fork_that_edits_a_tool_call_runs_the_tool_with_the_edited_arguments(
+        server: LLMServer, store: Any, streamed: bool) -> None:
+    """The model asked for ``status(service="api")``; the fork edits the call to ask for
+    ``db``: the SDK hands the program the edited call, the tool runs for ``db``, and the
+    next request carries its result."""
+    tools = [{"type": "function", "function": {"name": "status", "parameters": {
+        "type": "object", "properties": {"service": {"type": "string"}}}}}]
+
+    def program(rec: Any) -> str:
+        client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
+        messages: list[Any] = [{"role": "user", "content": "Is the api healthy?"}]
+        asked = client.chat.completions.create(model=MODEL, messages=messages, tools=tools, stream=streamed)
+        if streamed:
+            calls: dict[int, dict[str, Any]] = {}
+            for chunk in asked:
+                for call in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
+                    slot = calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+                    slot["id"] += call.id or ""
+                    slot["name"] += (call.function.name or "") if call.function else ""
+                    slot["arguments"] += (call.function.arguments or "") if call.function else ""
+            [call] = calls.values()
+        else:
+            made = asked.choices[0].message.tool_calls[0]
+            call = {"id": made.id, "name": made.function.name, "arguments": made.function.arguments}
+        service = json.loads(call["arguments"])["service"]
+        result = rec.tool("status", {"service": service}, lambda service: f"{service} cpu=0.1")
+        messages += [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}}]},
+                     {"role": "tool", "tool_call_id": call["id"], "content": result}]
+        return str(client.chat.completions.create(model=MODEL, messages=messages).choices[0].message.content)
+
+    run = al.record(program, store=store, name="tool call")
+    assert run.event(len(run) - 1).payload["result"] == "done: api cpu=0.1"
+    answer = next(e for e in run.iter_events() if e.type == "llm.response")
+    message = json.loads(json.dumps(LLMResponse.of(answer).message))
+    message["tool_calls"][0]["function"]["arguments"] = json.dumps({"service": "db"})
+
+    fork = al.fork(run, answer.caused_by - 1, program=program,
+                   edit=al.edit.replace_response(answer.seq, {"message": message}))
+
+    assert [e.payload["args"] for e in fork.iter_events() if e.type == "tool.call"] == [{"service": "db"}]
+    assert fork.event(len(fork) - 1).payload["result"] == "done: db cpu=0.1"
+
+
+def test_an_edited_http_response_of_a_model_call_is_the_answer_the_log_keeps(server: LLMServer,
+                                                                             store: Any) -> None:
+    """Editing the raw HTTP response of a model call instead: the fork's ``llm.response`` is
+    read from the edited bytes (what the program saw), marked edited, at no cost."""
+    client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
+
+    def program(rec: Any) -> str:
+        answer = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}])
+        return str(answer.choices[0].message.content)
+
+    run = al.record(program, store=store, name="raw edit")
+    response = next(e for e in run.iter_events() if e.type == "http.response")
+    body = json.loads(HTTPResponse.of(response).content)
+    body["choices"][0]["message"]["content"] = EDITED
+    fork = al.fork(run, response.caused_by - 2, program=program,
+                   edit=al.edit.replace_response(response.seq, {"body": json.dumps(body)}))
+    assert fork.event(len(fork) - 1).payload["result"] == EDITED
+    [answer] = [LLMResponse.of(e) for e in fork.iter_events(start=response.caused_by - 1) if e.type == "llm.response"]
+    assert answer.message["content"] == EDITED and answer.edited and answer.cost_usd == 0.0
+
+
+# --- the rewired bodies, read by the SDKs' own types ---------------------------------------------
+
+CALL = {"id": "call_7", "type": "function", "function": {"name": "status", "arguments": '{"service": "db"}'}}
+
+
+def test_a_rewired_anthropic_answer_is_a_message_with_the_tool_use() -> None:
+    from anthropic.types import Message
+
+    recorded = {"id": "msg_1", "type": "message", "role": "assistant", "model": CLAUDE,
+                "content": [{"type": "thinking", "thinking": "hm", "signature": "s"}, {"type": "text", "text": "x"}],
+                "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 2}}
+    body = rewired("anthropic", False, json.dumps(recorded).encode(),
+                   {"role": "assistant", "content": "checking", "tool_calls": [CALL]}, "tool_use")
+    message = Message.model_validate_json(body)
+    thinking, text, tool = message.content
+    assert thinking.type == "thinking" and text.type == "text" and text.text == "checking"
+    assert (tool.type, tool.id, tool.name, tool.input) == ("tool_use", "call_7", "status", {"service": "db"})
+    assert message.stop_reason == "tool_use" and message.usage.input_tokens == 3
+
+
+def test_a_rewired_responses_answer_is_a_response_with_the_function_call() -> None:
+    from openai.types.responses import Response
+
+    recorded = {"id": "resp_1", "object": "response", "created_at": 1, "status": "completed", "model": MODEL,
+                "output": [{"type": "reasoning", "id": "rs_1", "summary": []},
+                           {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+                            "content": [{"type": "output_text", "text": "x", "annotations": []}]}],
+                "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+    body = rewired("openai_responses", False, json.dumps(recorded).encode(),
+                   {"role": "assistant", "content": "checking", "tool_calls": [CALL]}, None)
+    response = Response.model_validate_json(body)
+    assert response.output_text == "checking"
+    reasoning, said, call = response.output
+    assert reasoning.type == "reasoning" and said.id == "msg_1"
+    assert (call.type, call.call_id, call.name, json.loads(call.arguments)) == (
+        "function_call", "call_7", "status", {"service": "db"})
+
+
+def test_a_rewired_gemini_answer_is_a_response_with_the_function_call() -> None:
+    from google.genai import types
+
+    recorded = {"candidates": [{"content": {"role": "model", "parts": [{"text": "x"}]}, "finishReason": "STOP"}],
+                "usageMetadata": {"promptTokenCount": 3}}
+    body = rewired("gemini", False, json.dumps(recorded).encode(),
+                   {"role": "assistant", "content": "checking", "tool_calls": [CALL]}, None)
+    response = types.GenerateContentResponse.model_validate_json(body)
+    assert response.text == "checking"
+    [call] = response.function_calls or []
+    assert (call.name, call.args) == ("status", {"service": "db"})
+    assert response.usage_metadata is not None and response.usage_metadata.prompt_token_count == 3
