@@ -232,7 +232,8 @@ def _replacements(run: Any, edits: list[Edit]) -> tuple[dict[str, Body], set[int
 def _exchange(run: Any, answer: Event) -> tuple[Event, Event] | None:
     """For the ``llm.response`` or the ``http.response`` of a model call the HTTP transport
     recorded: its ``http.request`` and the other answer (the ``http.response``, or the
-    ``llm.response``); ``None`` for any other answer."""
+    ``llm.response``, or the ``error`` a failed call has instead); ``None`` for any other
+    answer."""
     if answer.type == LLM_RESPONSE:
         asked, start, stop = answer.caused_by, (answer.caused_by or 0) + 1, answer.seq
     elif answer.type == HTTP_RESPONSE and answer.caused_by is not None:
@@ -250,8 +251,8 @@ def _exchange(run: Any, answer: Event) -> tuple[Event, Event] | None:
         elif answer.type == LLM_RESPONSE and event.type == HTTP_RESPONSE and request is not None \
                 and event.caused_by == request.seq:
             return request, event
-        elif answer.type == HTTP_RESPONSE and event.type == LLM_RESPONSE and event.caused_by == asked:
-            return run.event(answer.caused_by), event
+        elif answer.type == HTTP_RESPONSE and answer_kind(event)[0] == LLM_RESPONSE and event.caused_by == asked:
+            return run.event(answer.caused_by), event  # its answer, or the error it was
         elif event.type == SPAN_ENDED:
             return None
     return None

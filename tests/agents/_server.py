@@ -9,7 +9,7 @@ chunk only when ``stream_options.include_usage`` asked for it (:meth:`LLMServer.
 holds a stream after its first chunks until the test releases it). ``POST /v1/responses`` answers
 in the Responses API's shape, ``POST /v1/messages`` in Anthropic's (streamed as its API streams, asked with ``stream``) and
 ``POST /v1beta/models/<model>:generateContent`` in Gemini's (``:streamGenerateContent``: streamed as its API streams). A chat whose last message starts with
-:data:`SLOW` is answered 0.3 s late. Every request is counted and kept (``server.requests``).
+:data:`SLOW` is answered 0.3 s late, one with :data:`OVERLOADED` with HTTP 503. Every request is counted and kept (``server.requests``).
 
     with LLMServer() as server:
         openai.OpenAI(base_url=server.url, api_key="test")...
@@ -34,6 +34,8 @@ EVERY_SERVICE = ["api", "db", "queue"]
 #: A chat message that starts with this is answered 0.3 s late: a test of calls made side by
 #: side gets its answers in another order than it asked.
 SLOW = "slow:"
+#: A chat message that starts with this is answered 503 (overloaded).
+OVERLOADED = "overloaded:"
 ANSWERED_MODEL = "gpt-4o-mini-2024-07-18"
 USAGE = {"prompt_tokens": 42, "completion_tokens": 4, "total_tokens": 46,
          "prompt_tokens_details": {"cached_tokens": 10}}
@@ -136,6 +138,9 @@ class _Handler(BaseHTTPRequestHandler):
         last = (body.get("messages") or [{}])[-1]
         if isinstance(last, dict) and str(last.get("content") or "").startswith(SLOW):
             time.sleep(0.3)  # answered after the requests that came in after it
+        if isinstance(last, dict) and str(last.get("content") or "").startswith(OVERLOADED):
+            self._json(503, {"error": {"message": "overloaded", "type": "server_error"}})
+            return
         if body.get("stream"):
             self._stream(body, message, finish, n)
             return

@@ -11,7 +11,7 @@ from typing import Any
 
 import openai
 import pytest
-from _server import MODEL, LLMServer
+from _server import MODEL, OVERLOADED, LLMServer
 
 import agentlog as al
 from agentlog.capture.rewire import rewired
@@ -166,6 +166,35 @@ def test_an_edited_http_response_of_a_model_call_is_the_answer_the_log_keeps(ser
     assert fork.event(len(fork) - 1).payload["result"] == EDITED
     [answer] = [LLMResponse.of(e) for e in fork.iter_events(start=response.caused_by - 1) if e.type == "llm.response"]
     assert answer.message["content"] == EDITED and answer.edited and answer.cost_usd == 0.0
+
+
+def test_a_failed_model_call_answered_in_a_fork_is_the_answer_the_log_keeps(server: LLMServer,
+                                                                           store: Any) -> None:
+    """What if the model had answered? A call that failed (HTTP 503) edited into a success:
+    the SDK gets the answer, and the fork's log has it as the call's ``llm.response``, not
+    the recorded failure."""
+    client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
+
+    def program(rec: Any) -> str:
+        try:
+            answer = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": OVERLOADED}])
+        except openai.InternalServerError:
+            return "gave up"
+        return str(answer.choices[0].message.content)
+
+    run = al.record(program, store=store, name="overloaded")
+    assert run.event(len(run) - 1).payload["result"] == "gave up"
+    response = next(e for e in run.iter_events() if e.type == "http.response")
+    assert response.payload["status"] == 503 and [e.type for e in run.iter_events()].count("error") == 1
+    body = {"id": "c1", "object": "chat.completion", "created": 1, "model": MODEL,
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": EDITED}}]}
+    fork = al.fork(run, response.caused_by - 2, program=program,
+                   edit=al.edit.replace_response(response.seq, {"status": 200, "body": json.dumps(body)}))
+    assert fork.event(len(fork) - 1).payload["result"] == EDITED
+    own = list(fork.iter_events(start=response.caused_by - 1))
+    assert "error" not in [e.type for e in own]
+    [answer] = [LLMResponse.of(e) for e in own if e.type == "llm.response"]
+    assert answer.message["content"] == EDITED and answer.edited
 
 
 # --- the rewired bodies, read by the SDKs' own types ---------------------------------------------
