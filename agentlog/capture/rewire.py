@@ -178,6 +178,9 @@ def _openai_responses_stream(whole: Whole) -> Streamed:
             added = {**item, "arguments": "", "status": "in_progress"}
             yield "response.output_item.added", {"type": "response.output_item.added", "sequence_number": next(n),
                                                  "output_index": index, "item": added}
+            yield "response.function_call_arguments.delta", {
+                "type": "response.function_call_arguments.delta", "sequence_number": next(n), "item_id": item.get("id"),
+                "output_index": index, "delta": item.get("arguments", "")}
             yield "response.function_call_arguments.done", {
                 "type": "response.function_call_arguments.done", "sequence_number": next(n), "item_id": item.get("id"),
                 "output_index": index, "arguments": item.get("arguments", "")}

@@ -102,6 +102,65 @@ def test_a_fork_serves_the_edited_model_answer_to_the_sdk(server: LLMServer, sto
     assert served_llm.cost_usd == 0.0  # served: nothing paid
 
 
+def _streamed_calls(server: LLMServer, api: str) -> Callable[[str], list[list[Any]]]:
+    """``ask(question) -> [[tool name, arguments], ...]`` as the real SDK of ``api``
+    assembles them from a stream."""
+    root = server.url.removesuffix("/v1")
+    if api in ("openai_chat", "openai_responses"):
+        client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
+        if api == "openai_chat":
+            def chat(question: str) -> list[list[Any]]:
+                with client.chat.completions.stream(model=MODEL, messages=[{"role": "user", "content": question}]) as s:
+                    calls = s.get_final_completion().choices[0].message.tool_calls or []
+                return [[c.function.name, json.loads(c.function.arguments)] for c in calls]
+            return chat
+
+        def responses(question: str) -> list[list[Any]]:
+            with client.responses.stream(model=MODEL, input=question) as s:
+                deltas = "".join(e.delta for e in s if e.type == "response.function_call_arguments.delta")
+                calls = [i for i in s.get_final_response().output if i.type == "function_call"]
+            assert deltas == "".join(c.arguments for c in calls)
+            return [[c.name, json.loads(c.arguments)] for c in calls]
+        return responses
+    if api == "anthropic":
+        import anthropic
+
+        claude = anthropic.Anthropic(base_url=root, api_key="test", max_retries=0)
+
+        def messages(question: str) -> list[list[Any]]:
+            with claude.messages.stream(model=CLAUDE, max_tokens=100,
+                                        messages=[{"role": "user", "content": question}]) as s:
+                blocks = s.get_final_message().content
+            return [[b.name, b.input] for b in blocks if b.type == "tool_use"]
+        return messages
+    from google import genai
+    from google.genai import types
+
+    client_g = genai.Client(api_key="test", http_options=types.HttpOptions(base_url=root, api_version="v1beta"))
+
+    def gemini(question: str) -> list[list[Any]]:
+        chunks = client_g.models.generate_content_stream(model=GEMINI, contents=question)
+        return [[c.name, c.args] for chunk in chunks for c in chunk.function_calls or []]
+    return gemini
+
+
+@pytest.mark.parametrize("api", ["openai_chat", "openai_responses", "anthropic", "gemini"])
+def test_a_tool_call_edited_into_a_streamed_answer_is_assembled_by_the_sdk(server: LLMServer, store: Any,
+                                                                           api: str) -> None:
+    """The model answered text; the fork's edit makes it ask for a tool instead: the SDK's own
+    stream helpers assemble the edited call from the served stream."""
+    def program(rec: Any) -> list[list[Any]]:
+        return _streamed_calls(server, api)("cpu=0.9, what now?")
+
+    run = al.record(program, store=store, name=f"{api} stream")
+    assert run.event(len(run) - 1).payload["result"] == []
+    answer = next(e for e in run.iter_events() if e.type == "llm.response")
+    message = {"role": "assistant", "content": None, "tool_calls": [CALL]}
+    fork = al.fork(run, answer.caused_by - 1, program=program,
+                   edit=al.edit.replace_response(answer.seq, {"message": message}))
+    assert fork.event(len(fork) - 1).payload["result"] == [["status", {"service": "db"}]]
+
+
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 def test_a_fork_that_edits_a_tool_call_runs_the_tool_with_the_edited_arguments(
         server: LLMServer, store: Any, streamed: bool) -> None:
