@@ -154,11 +154,13 @@ def _asend(transport: httpx.AsyncBaseTransport) -> Callable[[httpx.Request], Any
 
 @dataclass(slots=True)
 class TransportCall:
-    """A model call the transport wrote: the seqs of its ``llm.request`` and its answer."""
+    """A model call the transport wrote, from when it was asked (its answer may come later: a
+    tracer's span of the same call may end before the stream it started does)."""
 
     request_seq: int
-    answer_seq: int
-    model: str | None
+    """The seq of its ``llm.request``."""
+    answered: bool = False
+    """True once it is over: its answer (or its failure) written, or served."""
     joined: bool = False
     """True once an OpenTelemetry span of the same call was joined to it."""
     thread: int = 0
@@ -240,8 +242,13 @@ class _Asked:
     request: Event
     llm_key: str | None = None
     llm_request: Event | None = None
-    flow: tuple[int, int | None] = (0, None)
-    """Where it was asked: the thread, and the ``id`` of the task (:func:`flow`)."""
+    entry: TransportCall | None = None
+    """The model call in :func:`model_calls`, for a model call."""
+
+    def done(self) -> None:
+        """The call is over (answered, failed or served): no longer in flight."""
+        if self.entry is not None:
+            self.entry.answered = True
 
     def answered(self, status: int, headers: dict[str, Any], media: str, content: bytes,
                  started: float) -> None:
@@ -265,11 +272,9 @@ class _Asked:
                 raise
             items.append(Emit(answer, actor, asked.seq, span_id))
         items.append(span.ending())
-        events = rec.emit_many(items)
+        rec.emit_many(items)
         span.ended = True
-        if asked is not None and len(events) == 3:
-            model_calls(rec).append(TransportCall(asked.seq, events[1].seq, events[1].model,
-                                                  thread=self.flow[0], task=self.flow[1]))
+        self.done()
 
 
 def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redact: Iterable[str],
@@ -313,9 +318,12 @@ def _ask(rec: Recorder, request: Any, body: bytes, call: ModelCall | None, redac
                 OpenSpan(rec, name, str(taken[0].span_id), taken[0].seq, None).close(exc)
         raise
     span = OpenSpan(rec, name, str(taken[0].span_id), taken[0].seq, None)
-    thread, task = flow()
-    return _Asked(rec, call, span, key, taken[-1], llm_key, taken[1] if call is not None else None,
-                  (thread, None if task is None else id(task)))
+    entry = None
+    if call is not None:  # a tracer's span of its flow can take it from now on, whenever its answer comes
+        thread, task = flow()
+        entry = TransportCall(taken[1].seq, thread=thread, task=None if task is None else id(task))
+        model_calls(rec).append(entry)
+    return _Asked(rec, call, span, key, taken[-1], llm_key, taken[1] if call is not None else None, entry)
 
 
 def _kept_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -330,6 +338,7 @@ def _serve(asked: _Asked, http: Any) -> Any:
     served = rec.serve(HTTP_RESPONSE, asked.key, asked.request)
     if served is None:
         return None
+    asked.done()
     if served.type == ERROR:
         failed = CallFailed.of(served)
         if asked.llm_request is not None and asked.llm_key is not None \
@@ -339,13 +348,12 @@ def _serve(asked: _Asked, http: Any) -> Any:
         raise _recorded_failure(failed, http)
     answer = HTTPResponse.of(served)
     if call is not None and asked.llm_request is not None and asked.llm_key is not None:
-        done = _served_answer(rec, call, asked.llm_key, answer, asked.llm_request)
-        model_calls(rec).append(TransportCall(asked.llm_request.seq, done.seq, done.model,
-                                              thread=asked.flow[0], task=asked.flow[1]))
+        _served_answer(rec, call, asked.llm_key, answer, asked.llm_request)
     return _response(answer, http)
 
 
 def _failed(asked: _Asked, exc: Exception) -> None:
+    asked.done()
     asked.rec.emit(call_failed(HTTP_RESPONSE, asked.key, exc), caused_by=asked.request.seq)
     if asked.llm_request is not None and asked.llm_key is not None:
         asked.rec.emit(call_failed(LLM_RESPONSE, asked.llm_key, exc), caused_by=asked.llm_request.seq)
@@ -398,6 +406,7 @@ def exchange(rec: Recorder, request: Any, body: bytes, send: Callable[[Any], Any
             content = (yield Opaque(_read, response)) if streaming else response.content
             asked.answered(response.status_code, headers, media, content, started)
     except BaseException as exc:
+        asked.done()
         if not span.ended:
             span.close(exc)
         raise

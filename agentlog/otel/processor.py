@@ -65,7 +65,11 @@ events about to be written, and returns the events to write instead: ``[]`` when
 call is already in the log (the recorder's HTTP transport wrote it), or events that point at
 it. The default, :meth:`SpanProcessor.join_transport`, does exactly that: a model call that
 the HTTP transport (:mod:`agentlog.capture.transport`) wrote while the span was open is the
-span's call, so the span writes none, and the call is one row, paid once. Every span written is listed in :meth:`SpanProcessor.written` (:class:`WrittenSpan`: its
+span's call, so the span writes none, and the call is one row, paid once. A call still in
+flight when the span ends (an instrumentor that ends its span of a streamed call before the
+stream ends, as the OpenAI one does under the Agents SDK's Responses streams) is the span's
+when the span's flow (thread and asyncio task) asked it. Every span written is listed in
+:meth:`SpanProcessor.written` (:class:`WrittenSpan`: its
 OpenTelemetry ids, agentlog span id and the seqs of its events), so a joiner can find the
 span of a call from either side.
 
@@ -498,7 +502,8 @@ class SpanProcessor(_SDKSpanProcessor):
                 if kind == LLM:
                     self._let_go(rec, written.started_seq)
                 joined = (kind == LLM and not covered and self.join == self.join_transport
-                          and (_take_transport_call(rec, written.started_seq) or _share_transport_call(rec, live)))
+                          and (_take_transport_call(rec, written.started_seq, _flow_of(live))
+                               or _share_transport_call(rec, live)))
                 logged = covered or joined
                 if logged and not span.events:
                     plain = None  # nothing of the span is read further
@@ -688,10 +693,13 @@ def _drop_front(rec: Recorder, calls: deque[TransportCall], oldest: int) -> None
             joined.append(call)
 
 
-def _take_transport_call(rec: Recorder, started: int) -> bool:
+def _take_transport_call(rec: Recorder, started: int, flow: tuple[int, int | None] | None = None) -> bool:
     """Join the oldest model call the HTTP transport wrote into ``rec``'s run after seq
-    ``started`` (a span's start) and no span joined yet; ``False`` if there is none. The
-    calls joined at the front of the list leave it (none is joined twice), so a long
+    ``started`` (a span's start) and no span joined yet; ``False`` if there is none. A call
+    still in flight (its answer not written yet: a tracer that ends its span before the
+    stream it wraps ends) is taken only by a span of the ``flow`` that asked it (thread and
+    ``id`` of the asyncio task, :func:`~agentlog.capture.transport.flow`): it ran inside that
+    span. The calls joined at the front of the list leave it (none is joined twice), so a long
     instrumented run is not scanned from its first call at every span; the last
     :data:`JOINED_KEPT` of them are kept for :func:`_share_transport_call`."""
     calls = model_calls(rec)
@@ -700,10 +708,16 @@ def _take_transport_call(rec: Recorder, started: int) -> bool:
     place = _sink(rec).place
     started = place(started)
     for call in calls:
-        if not call.joined and place(call.request_seq) > started:
+        if not call.joined and place(call.request_seq) > started and (
+                call.answered or (call.thread, call.task) == flow):
             call.joined = True
             return True
     return False
+
+
+def _flow_of(live: _Live) -> tuple[int, int | None]:
+    """The flow a span started in, as :class:`~agentlog.capture.transport.TransportCall` keeps a call's."""
+    return live.thread, None if live.task is None else id(live.task)
 
 
 def _share_transport_call(rec: Recorder, live: _Live) -> bool:

@@ -6,6 +6,10 @@ raw stream back from the log, so the SDK's iterator yields the same chunks with 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
+import threading
+import warnings
 from typing import Any
 
 import openai
@@ -266,6 +270,75 @@ def test_a_stream_traced_by_the_openai_instrumentor_is_one_row(instrumented: Any
     replayed = al.replay(program, run)
     assert replayed.ok, str(replayed.divergence)
     assert replayed.result == run.event(len(run) - 1).payload["result"] and len(server.requests) == 3
+
+
+def test_a_span_that_ends_before_its_stream_is_still_one_row(instrumented: Any, server: LLMServer, store: Any,
+                                                            fresh_loop: None) -> None:
+    """The Agents SDK streaming from the Responses API, traced by the OpenAI instrumentor,
+    which ends its span of the call before the stream it wraps ends: the transport's call,
+    asked while the span was open and answered after it ended, is still the span's. One row
+    per call, with tokens and cost, not a second row of the span's own with none."""
+    from agents import Agent, OpenAIResponsesModel, Runner
+
+    async def program(rec: Any) -> str:
+        async with openai.AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            agent = Agent(name="sre", instructions="You are an SRE.",
+                          model=OpenAIResponsesModel(model=MODEL, openai_client=client))
+            streamed = Runner.run_streamed(agent, "cpu=0.9, what now?")
+            async for _ in streamed.stream_events():
+                pass
+            return str(streamed.final_output)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the instrumentor's own: a coroutine it never awaits
+        run = asyncio.run(al.arecord(program, store=store, name="responses stream traced"))
+    assert run.event(len(run) - 1).payload["result"] == "restart the api"
+    [ended_early] = [w for w in instrumented.processor.written(run.id) if w.kind == "llm" and w.ended_seq is not None
+                     and w.ended_seq < run.llm_calls()["seq"].iloc[0]]
+    assert ended_early.call_seqs == []  # it wrote no call of its own
+    calls = run.llm_calls()
+    assert len(calls) == len(server.requests) == 1
+    assert calls["input_tokens"].tolist() == [42] and calls["cost_usd"].notna().all()
+
+
+def test_a_call_in_flight_is_not_taken_by_another_threads_span(instrumented: Any, server: LLMServer,
+                                                               store: Any) -> None:
+    """A model span of one thread that makes no HTTP call (an answer from a cache of its own)
+    ends while another thread's streamed call is in flight: that call is not the span's; the
+    span writes its own call, and the other call is one row of its own."""
+    tracer = instrumented.provider.get_tracer("cache")
+    gate = server.hold_streams()
+    asked, ended = threading.Event(), threading.Event()
+
+    def streaming() -> str:
+        with openai.OpenAI(base_url=server.url, api_key="test", max_retries=0) as client:
+            stream = client.chat.completions.create(model=MODEL, messages=QUESTION, stream=True, stream_options=USAGE_ON)
+            asked.set()
+            ended.wait(10)
+            gate.set()
+            return "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+
+    def program(rec: Any) -> str:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            with tracer.start_as_current_span("cached answer", attributes={
+                    "openinference.span.kind": "LLM", "llm.model_name": MODEL,
+                    "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "hi",
+                    "llm.output_messages.0.message.role": "assistant",
+                    "llm.output_messages.0.message.content": "from the cache"}):
+                future = pool.submit(contextvars.copy_context().run, streaming)
+                asked.wait(10)
+            ended.set()
+            return future.result()
+
+    run = al.record(program, store=store, name="in flight")
+    assert run.event(len(run) - 1).payload["result"] == "restart the api"
+    calls = run.llm_calls()
+    assert len(calls) == 2 and len(server.requests) == 1
+    answers = [LLMResponse.of(run.event(seq)).message["content"] for seq in calls["seq"]]
+    assert sorted(answers) == ["from the cache", "restart the api"]
+    spans = {run.event(w.started_seq).payload["name"]: w for w in instrumented.processor.written(run.id)}
+    assert len(spans["cached answer"].call_seqs) == 2  # the span wrote its own call
+    assert spans["ChatCompletion"].call_seqs == []  # the OpenAI instrumentor's span joined the transport's
 
 
 def test_a_gemini_stream_from_the_google_genai_sdk(server: LLMServer, store: Any) -> None:
