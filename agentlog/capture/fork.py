@@ -62,12 +62,12 @@ from ..events import (
 )
 from .effects import Steps, arun
 from .effects import run as run_steps
-from .endpoints import model_call
+from .endpoints import ModelCall, model_call
 from .lifecycle import closing, program_steps
 from .recorder import Recorder
 from .replay import recorded_inputs, run_coroutine
 from .replayable import require_replayable
-from .rewire import rewired
+from .rewire import finish_for, rewired
 from .session import Program, program_reducers, resolve_store
 from .sinks import ReplaySink, ResponseCache, WriterSink, answer_kind, recorded_by, run_redactor
 
@@ -224,7 +224,12 @@ def _replacements(run: Any, edits: list[Edit]) -> tuple[dict[str, Body], set[int
         skip.add(other.seq)
         if isinstance(body, LLMResponse):
             http = HTTPResponse.of(other)
-            served[http.key] = replace(http, body=_rewired(run, e.seq, request, http, body), edited=True,
+            call = _model_call(run, e.seq, request, http)
+            if LLMResponse.K.finish_reason not in e.payload:  # asking for a tool, or no longer: say so
+                body = replace(body, finish_reason=finish_for(call.api, body.finish_reason,
+                                                              bool(body.message.get("tool_calls"))))
+                served[answer_kind(original)[1]] = body
+            served[http.key] = replace(http, body=_rewired(run, e.seq, call, http, body), edited=True,
                                        duration_ms=None, served_from_seq=None)
     return served, skip
 
@@ -258,13 +263,19 @@ def _exchange(run: Any, answer: Event) -> tuple[Event, Event] | None:
     return None
 
 
-def _rewired(run: Any, seq: int, request: Event, http: HTTPResponse, answer: LLMResponse) -> str:
-    """The recorded HTTP body of a model call with the edited ``answer`` put in it."""
+def _model_call(run: Any, seq: int, request: Event, http: HTTPResponse) -> ModelCall:
+    """The model call whose recorded exchange (``request``, answered ``http``) the edited answer
+    at ``seq`` is put back into."""
     asked = HTTPRequest.of(request)
     call = model_call(asked.method, urlsplit(str(asked.url)).path, asked.content)
     if call is None or not 200 <= http.status < 300:
         raise ValueError(f"run {run.id}: replace_response(seq={seq}): the recorded HTTP exchange at seq "
                          f"{request.seq} is not a model call's answer to put the edited one in")
+    return call
+
+
+def _rewired(run: Any, seq: int, call: ModelCall, http: HTTPResponse, answer: LLMResponse) -> str:
+    """The recorded HTTP body of a model call with the edited ``answer`` put in it."""
     try:
         return rewired(call.api, call.streamed, http.content, answer.message, answer.finish_reason).decode()
     except (ValueError, TypeError, KeyError, AttributeError) as exc:

@@ -25,7 +25,7 @@ from typing import Any
 from .endpoints import API
 from .streams import assemble, sse_events
 
-__all__ = ["rewired"]
+__all__ = ["finish_for", "rewired"]
 
 Whole = dict[str, Any]
 
@@ -45,6 +45,27 @@ def rewired(api: API, streamed: bool, body: bytes, message: Mapping[str, Any], f
     if not streamed:
         return json.dumps(edited, ensure_ascii=False).encode()
     return b"".join(_sse(event, data) for event, data in _STREAMS[api](edited))
+
+
+#: Per API: the finish reason of an answer that asks for tools, and of one that does not (the
+#: Responses and Gemini APIs say the same either way).
+_FINISH: dict[str, tuple[str, str]] = {"openai_chat": ("tool_calls", "stop"), "anthropic": ("tool_use", "end_turn")}
+
+
+def finish_for(api: API, recorded: str | None, calls: bool) -> str | None:
+    """The finish reason of an edited answer whose edit gave none: the recorded one, unless the
+    edit made an answer that asks for tools out of one that did not, or the other way round
+    (an agent loop reads the finish reason to know whether to run tools).
+
+    >>> finish_for("openai_chat", "stop", True), finish_for("anthropic", "tool_use", False)
+    ('tool_calls', 'end_turn')
+    """
+    tool, plain = _FINISH.get(api, (None, None))
+    if calls and recorded != tool and tool is not None:
+        return tool
+    if not calls and recorded == tool and tool is not None:
+        return plain
+    return recorded
 
 
 def _text(content: Any) -> str | None:

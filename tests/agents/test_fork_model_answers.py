@@ -102,45 +102,50 @@ def test_a_fork_serves_the_edited_model_answer_to_the_sdk(server: LLMServer, sto
     assert served_llm.cost_usd == 0.0  # served: nothing paid
 
 
-def _streamed_calls(server: LLMServer, api: str) -> Callable[[str], list[list[Any]]]:
-    """``ask(question) -> [[tool name, arguments], ...]`` as the real SDK of ``api``
-    assembles them from a stream."""
+def _streamed_calls(server: LLMServer, api: str) -> Callable[[str], dict[str, Any]]:
+    """``ask(question) -> {"calls": [[tool name, arguments], ...], "finish": why it stopped}``
+    as the real SDK of ``api`` assembles them from a stream."""
     root = server.url.removesuffix("/v1")
     if api in ("openai_chat", "openai_responses"):
         client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
         if api == "openai_chat":
-            def chat(question: str) -> list[list[Any]]:
+            def chat(question: str) -> dict[str, Any]:
                 with client.chat.completions.stream(model=MODEL, messages=[{"role": "user", "content": question}]) as s:
-                    calls = s.get_final_completion().choices[0].message.tool_calls or []
-                return [[c.function.name, json.loads(c.function.arguments)] for c in calls]
+                    choice = s.get_final_completion().choices[0]
+                return {"calls": [[c.function.name, json.loads(c.function.arguments)]
+                                  for c in choice.message.tool_calls or []], "finish": choice.finish_reason}
             return chat
 
-        def responses(question: str) -> list[list[Any]]:
+        def responses(question: str) -> dict[str, Any]:
             with client.responses.stream(model=MODEL, input=question) as s:
                 deltas = "".join(e.delta for e in s if e.type == "response.function_call_arguments.delta")
-                calls = [i for i in s.get_final_response().output if i.type == "function_call"]
+                final = s.get_final_response()
+            calls = [i for i in final.output if i.type == "function_call"]
             assert deltas == "".join(c.arguments for c in calls)
-            return [[c.name, json.loads(c.arguments)] for c in calls]
+            return {"calls": [[c.name, json.loads(c.arguments)] for c in calls], "finish": final.status}
         return responses
     if api == "anthropic":
         import anthropic
 
         claude = anthropic.Anthropic(base_url=root, api_key="test", max_retries=0)
 
-        def messages(question: str) -> list[list[Any]]:
+        def messages(question: str) -> dict[str, Any]:
             with claude.messages.stream(model=CLAUDE, max_tokens=100,
                                         messages=[{"role": "user", "content": question}]) as s:
-                blocks = s.get_final_message().content
-            return [[b.name, b.input] for b in blocks if b.type == "tool_use"]
+                final = s.get_final_message()
+            return {"calls": [[b.name, b.input] for b in final.content if b.type == "tool_use"],
+                    "finish": final.stop_reason}
         return messages
     from google import genai
     from google.genai import types
 
     client_g = genai.Client(api_key="test", http_options=types.HttpOptions(base_url=root, api_version="v1beta"))
 
-    def gemini(question: str) -> list[list[Any]]:
-        chunks = client_g.models.generate_content_stream(model=GEMINI, contents=question)
-        return [[c.name, c.args] for chunk in chunks for c in chunk.function_calls or []]
+    def gemini(question: str) -> dict[str, Any]:
+        chunks = list(client_g.models.generate_content_stream(model=GEMINI, contents=question))
+        finish = chunks[-1].candidates[0].finish_reason if chunks[-1].candidates else None
+        return {"calls": [[c.name, c.args] for chunk in chunks for c in chunk.function_calls or []],
+                "finish": getattr(finish, "value", finish)}
     return gemini
 
 
@@ -148,17 +153,24 @@ def _streamed_calls(server: LLMServer, api: str) -> Callable[[str], list[list[An
 def test_a_tool_call_edited_into_a_streamed_answer_is_assembled_by_the_sdk(server: LLMServer, store: Any,
                                                                            api: str) -> None:
     """The model answered text; the fork's edit makes it ask for a tool instead: the SDK's own
-    stream helpers assemble the edited call from the served stream."""
-    def program(rec: Any) -> list[list[Any]]:
+    stream helpers assemble the edited call from the served stream, and the finish reason
+    says it asks for tools where the API says so (the edit gave none)."""
+    def program(rec: Any) -> dict[str, Any]:
         return _streamed_calls(server, api)("cpu=0.9, what now?")
 
     run = al.record(program, store=store, name=f"{api} stream")
-    assert run.event(len(run) - 1).payload["result"] == []
+    recorded = run.event(len(run) - 1).payload["result"]
+    assert recorded["calls"] == []
     answer = next(e for e in run.iter_events() if e.type == "llm.response")
     message = {"role": "assistant", "content": None, "tool_calls": [CALL]}
     fork = al.fork(run, answer.caused_by - 1, program=program,
                    edit=al.edit.replace_response(answer.seq, {"message": message}))
-    assert fork.event(len(fork) - 1).payload["result"] == [["status", {"service": "db"}]]
+    result = fork.event(len(fork) - 1).payload["result"]
+    assert result["calls"] == [["status", {"service": "db"}]]
+    finish = {"openai_chat": "tool_calls", "anthropic": "tool_use"}.get(api, recorded["finish"])
+    assert result["finish"] == finish
+    [served] = [e for e in fork.iter_events(start=answer.caused_by) if e.type == "llm.response"]
+    assert served.payload["finish_reason"] == finish  # the log says what the SDK read
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
