@@ -133,11 +133,11 @@ def _seen_only(expected: Event, actual: Event, *, traced: bool = False) -> bool:
     recorded at the root that now opens under a framework's span (a run recorded before the
     spans of LangChain's runs were found as parents:
     :data:`agentlog.otel.processor.FRAMEWORK_SPANS`). What the program asked and was answered
-    is in the call's own events, compared in full. Of an exception a tracer's span recorded (an
-    ``error`` that answers no call) only its type is compared, not its message or traceback
-    (LangGraph's interrupt holds an id new on every run; a traceback's paths and line numbers
-    move with any edit of the code); of a span event only its name, not its attributes; of the
-    end of a tracer's span (``traced``: its ``span.started`` has ``otel``) its status, not the
+    is in the call's own events, compared in full. In a tracer's span (``traced``: its
+    ``span.started`` has ``otel``): of an exception it recorded (an ``error`` that answers no
+    call) only the type is compared, not its message or traceback (LangGraph's interrupt holds
+    an id new on every run; a traceback's paths and line numbers move with any edit of the
+    code); of a span event only its name, not its attributes; of its end its status, not the
     error text the tracer took from the exception."""
     if expected.type != actual.type:
         return False
@@ -147,10 +147,10 @@ def _seen_only(expected: Event, actual: Event, *, traced: bool = False) -> bool:
         seen = _SEEN | {SpanEnded.K.error} if traced else _SEEN
         return _without(expected.payload, seen) == _without(actual.payload, seen)
     if expected.type == ERROR:
-        return _answers_no_call(expected) and _answers_no_call(actual) and \
+        return traced and _answers_no_call(expected) and _answers_no_call(actual) and \
             expected.payload.get(CallFailed.K.type) == actual.payload.get(CallFailed.K.type)
     if expected.type == SpanEvent.TYPE:
-        return expected.payload.get(SpanEvent.K.name) == actual.payload.get(SpanEvent.K.name)
+        return traced and expected.payload.get(SpanEvent.K.name) == actual.payload.get(SpanEvent.K.name)
     if expected.type != SpanStarted.TYPE:
         return False
     ignored: set[str] = set()
