@@ -299,6 +299,11 @@ def test_a_span_that_ends_before_its_stream_is_still_one_row(instrumented: Any, 
     calls = run.llm_calls()
     assert len(calls) == len(server.requests) == 1
     assert calls["input_tokens"].tolist() == [42] and calls["cost_usd"].notna().all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        replayed = asyncio.run(al.areplay(program, run))  # joined the same way, with no request
+    assert replayed.ok, str(replayed.divergence)
+    assert len(server.requests) == 1
 
 
 def test_a_call_in_flight_is_not_taken_by_another_threads_span(instrumented: Any, server: LLMServer,
