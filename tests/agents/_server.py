@@ -112,11 +112,12 @@ class _Handler(BaseHTTPRequestHandler):
         with self.server.lock:
             self.server.requests.append((self.path, body))
             n = len(self.server.requests)
-        if self.path.endswith("/chat/completions"):
+        path = self.path.split("?")[0]  # Azure's ?api-version=, Gemini's ?alt=sse
+        if path.endswith("/chat/completions"):
             self._chat(body, n)
-        elif self.path.endswith("/responses"):
+        elif path.endswith("/responses"):
             self._responses(body, n)
-        elif self.path.endswith("/messages"):
+        elif path.endswith("/messages"):
             message = {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": body["model"],
                        "content": [{"type": "text", "text": "restart the api"}],
                        "stop_reason": "end_turn", "stop_sequence": None, "usage": ANTHROPIC_USAGE}

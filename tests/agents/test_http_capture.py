@@ -220,6 +220,19 @@ def test_every_model_api_is_an_llm_row(server: LLMServer, store: Any) -> None:
     assert [e.type for e in run.iter_events()].count("http.request") == 4  # the embeddings call: HTTP only
 
 
+def test_an_azure_openai_deployment_is_an_llm_row(server: LLMServer, store: Any) -> None:
+    """Azure OpenAI names the deployment in the path (``/openai/deployments/<name>/chat/completions
+    ?api-version=...``): still a model call, priced by the model that answered."""
+    root = server.url.removesuffix("/v1")
+    with openai.AzureOpenAI(azure_endpoint=root, api_key="test", api_version="2024-10-21", max_retries=0) as azure, \
+            al.recording(store=store, name="azure") as rec:
+        azure.chat.completions.create(model="my-deployment", messages=QUESTION)
+    assert server.requests[-1][0].startswith("/openai/deployments/my-deployment/chat/completions?api-version=")
+    calls = store.run(rec.run_id).llm_calls()
+    assert calls["model"].tolist() == [ANSWERED_MODEL]
+    assert calls["cost_usd"].tolist() == pytest.approx([expected_cost()], rel=1e-12)
+
+
 class _AsksItself:
     """An agent whose own step asks a model with a plain httpx client (not through ``model=``),
     and whose ``model`` asks through the OpenAI SDK: the one is what ``capture_http`` decides,
