@@ -13,7 +13,11 @@ Anthropic Messages             ``/messages``                       ``model``, ``
                                                                    ``max_tokens``
 Gemini generateContent         ``/models/<model>:generateContent`` ``contents``
                                (or ``:streamGenerateContent``)
+Ollama chat                    ``/api/chat``                       ``model``, ``messages``
 =============================  ==================================  =============================
+
+Ollama's own API streams unless the request says ``"stream": false``, as newline-delimited JSON
+(the others stream server-sent events).
 
 >>> call = model_call("POST", "/v1/chat/completions",
 ...                   b'{"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": true}')
@@ -35,7 +39,7 @@ from typing import Any, Final, Literal
 
 __all__ = ["API", "ModelCall", "model_call"]
 
-API = Literal["openai_chat", "openai_responses", "anthropic", "gemini"]
+API = Literal["openai_chat", "openai_responses", "anthropic", "gemini", "ollama"]
 
 _GEMINI: Final = re.compile(r"/models/([^/:]+):(stream)?[gG]enerateContent$")
 
@@ -81,7 +85,7 @@ def model_call(method: str, path: str, body: bytes) -> ModelCall | None:
     if method.upper() != "POST":
         return None
     gemini = _GEMINI.search(path)
-    if gemini is None and not path.endswith(("/chat/completions", "/responses", "/messages")):
+    if gemini is None and not path.endswith(("/chat/completions", "/responses", "/messages", "/api/chat")):
         return None
     data = _json(body)
     if not isinstance(data, dict):
@@ -103,4 +107,6 @@ def model_call(method: str, path: str, body: bytes) -> ModelCall | None:
                          data)
     if path.endswith("/messages") and isinstance(data.get("messages"), list) and "max_tokens" in data:
         return ModelCall("anthropic", data, streamed, data)
+    if path.endswith("/api/chat") and isinstance(data.get("messages"), list):
+        return ModelCall("ollama", data, data.get("stream") is not False, data)  # it streams unless told not to
     return None

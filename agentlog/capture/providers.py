@@ -22,6 +22,8 @@ OpenAI Responses                  nothing
 Anthropic Messages                cache writes sent only split by TTL (``cache_creation``
                                   without ``cache_creation_input_tokens``)
 Google Gemini                     the SDK's snake_case spelling (read as the REST camelCase)
+Ollama (its own API)              all of it (genai-prices has no extractor): the top-level
+                                  ``prompt_eval_count`` and ``eval_count``
 agentlog                          all of it: :class:`Usage`'s own fields (``Usage.to_dict()``);
                                   genai-prices and pydantic-ai spell cache reads
                                   ``cache_read_tokens``
@@ -46,9 +48,9 @@ from ..errors import UsageError
 from ..events import BlobRef, Event, LLMResponse, Usage
 
 __all__ = ["SHAPES", "LLMResult", "Normalized", "Shape", "ShapeName", "as_plain", "detect_shape",
-           "normalize", "normalize_usage", "response_shape"]
+           "normalize", "normalize_usage", "reports_usage", "response_shape"]
 
-ShapeName = Literal["agentlog", "openai_chat", "openai_responses", "anthropic", "gemini", "plain"]
+ShapeName = Literal["agentlog", "openai_chat", "openai_responses", "anthropic", "gemini", "ollama", "plain"]
 
 Message = dict[str, Any]
 
@@ -133,6 +135,16 @@ def _gemini(raw: Mapping[str, Any]) -> tuple[Message, str | None]:
             calls.append(_call(fn.get("id") or f"call_{i}", fn.get("name"), fn.get("args")))
     finish = _get(first, "finishReason", "finish_reason")
     return _assistant("".join(texts) if texts else None, calls), finish
+
+
+def _ollama(raw: Mapping[str, Any]) -> tuple[Message, str | None]:
+    said = raw.get("message") or {}
+    calls = []
+    for i, call in enumerate(said.get("tool_calls") or []):
+        fn = call.get("function") if isinstance(call, Mapping) else None
+        if isinstance(fn, Mapping):  # Ollama's calls have no id: the n-th is call_n
+            calls.append(_call(call.get("id") or f"call_{i}", fn.get("name"), fn.get("arguments")))
+    return _assistant(said.get("content"), calls), raw.get("done_reason")
 
 
 def _plain(raw: Mapping[str, Any]) -> tuple[Message, str | None]:
@@ -312,6 +324,13 @@ def _gemini_usage(usage: Mapping[str, Any], shape: Shape) -> Usage:
     return _catalog(_camel(usage), shape)
 
 
+def _ollama_usage(usage: Mapping[str, Any], shape: Shape) -> Usage:
+    def n(name: str) -> int:
+        value = usage.get(name)
+        return 0 if value is None else _count(value, name)
+    return Usage(input_tokens=n("prompt_eval_count"), output_tokens=n("eval_count"))
+
+
 def _agentlog_usage(usage: Mapping[str, Any], shape: Shape) -> Usage:
     def n(name: str) -> int:
         value = usage.get(name)
@@ -342,6 +361,9 @@ class Shape:
     """Counts genai-prices requires; agentlog reads a missing one as 0."""
     cost: str = "cost"
     """The key of a provider-reported cost in the usage report."""
+    counts: tuple[str, ...] = ()
+    """The counts a response carries at its top level, with no holder (Ollama's): its usage
+    report is those."""
 
 
 #: Every shape, by name: the one dispatch of provider answers.
@@ -354,6 +376,7 @@ SHAPES: Final[Mapping[str, Shape]] = {s.name: s for s in (
           required=("input_tokens", "output_tokens")),
     Shape("gemini", _gemini, _gemini_usage, holder="usageMetadata",
           catalog=("google", "default")),
+    Shape("ollama", _ollama, _ollama_usage, counts=("prompt_eval_count", "eval_count")),
     Shape("agentlog", _plain, _agentlog_usage, cost="cost_usd"),
     # No cache fields: OpenAI Responses' and Anthropic's readings of input_tokens agree.
     Shape("plain", _plain, _catalog, catalog=("openai", "responses"),
@@ -412,6 +435,8 @@ def detect_shape(usage: Any, *, provider: str | None = None) -> ShapeName:
         return "gemini"
     if _has(usage, "prompt_tokens") or _has(usage, "completion_tokens"):
         return "openai_chat"
+    if _has(usage, "prompt_eval_count") or _has(usage, "eval_count"):
+        return "ollama"
     if not (_has(usage, "input_tokens") or _has(usage, "output_tokens")):
         raise UsageError("*", sorted(str(k) for k in usage), "no token counts found; expected an "
                          "OpenAI, Anthropic, Gemini or agentlog usage shape")
@@ -443,7 +468,22 @@ def response_shape(raw: Mapping[str, Any]) -> ShapeName:
         return "gemini"
     if isinstance(raw.get("content"), list):
         return "anthropic"
+    if isinstance(raw.get("message"), Mapping) and "done" in raw:
+        return "ollama"
     return "plain"
+
+
+def _top_counts(raw: Mapping[str, Any], shape: Shape) -> dict[str, Any] | None:
+    """The counts ``raw`` carries at its top level (``shape.counts``), or ``None`` for none."""
+    return {k: raw[k] for k in shape.counts if raw.get(k) is not None} or None
+
+
+def reports_usage(raw: Mapping[str, Any]) -> bool:
+    """Whether a whole response reports its usage (a stream may not have been asked to)."""
+    counts = SHAPES[response_shape(raw)].counts
+    if counts:
+        return any(raw.get(k) is not None for k in counts)
+    return any(raw.get(holder) for holder in _USAGE_HOLDERS)
 
 
 def _fields(obj: Any) -> Any:
@@ -566,7 +606,9 @@ def normalize(raw: Any, *, provider: str | None = None) -> Normalized:
     name = response_shape(raw)
     message, finish = SHAPES[name].message(raw)
     report = _report(raw)
-    if report is raw:
+    if SHAPES[name].counts:
+        report = _top_counts(raw, SHAPES[name])
+    elif report is raw:
         report = None  # the response carries no usage
     elif name == "plain" and isinstance(report, Mapping) and report:
         name = detect_shape(report, provider=provider)  # a plain answer: its report says

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from .endpoints import API
-from .streams import assemble, sse_events
+from .streams import assemble, events_of
 
 __all__ = ["finish_for", "rewired"]
 
@@ -38,13 +38,14 @@ def rewired(api: API, streamed: bool, body: bytes, message: Mapping[str, Any], f
     Raises:
         ValueError, TypeError: the body is not a response of that API (not JSON, not an object).
     """
-    whole = assemble(api, sse_events(body)) if streamed else json.loads(body)
+    whole = assemble(api, events_of(api, body)) if streamed else json.loads(body)
     if not isinstance(whole, dict):
         raise TypeError(f"the recorded {api} response is not a JSON object")
     edited = _EDITS[api](whole, _text(message.get("content")), list(message.get("tool_calls") or []), finish_reason)
     if not streamed:
         return json.dumps(edited, ensure_ascii=False).encode()
-    return b"".join(_sse(event, data) for event, data in _STREAMS[api](edited))
+    frame = _line if api == "ollama" else _sse  # Ollama streams JSON lines, the others server-sent events
+    return b"".join(frame(event, data) for event, data in _STREAMS[api](edited))
 
 
 #: Per API: the finish reason of an answer that asks for tools, and of one that does not (the
@@ -154,9 +155,17 @@ def _gemini(whole: Whole, text: str | None, calls: list[Any], finish: str | None
     return {**whole, "candidates": [candidate, *candidates[1:]]}
 
 
+def _ollama(whole: Whole, text: str | None, calls: list[Any], finish: str | None) -> Whole:
+    message = {k: v for k, v in (whole.get("message") or {}).items() if k not in ("content", "tool_calls")}
+    message.update(role="assistant", content=text or "")
+    if calls:
+        message["tool_calls"] = [{"function": {"name": _name(c), "arguments": _args_object(c)}} for c in calls]
+    return {**whole, "message": message, **({"done_reason": finish} if finish is not None else {})}
+
+
 _EDITS: dict[str, Callable[[Whole, str | None, list[Any], str | None], Whole]] = {
     "openai_chat": _openai_chat, "openai_responses": _openai_responses, "anthropic": _anthropic,
-    "gemini": _gemini}
+    "gemini": _gemini, "ollama": _ollama}
 
 
 # --- the whole answer as a stream --------------------------------------------------------------
@@ -257,6 +266,17 @@ def _gemini_stream(whole: Whole) -> Streamed:
     yield None, whole
 
 
+def _ollama_stream(whole: Whole) -> Streamed:
+    base = {k: v for k, v in whole.items() if k in ("model", "created_at")}
+    yield None, {**base, "message": whole["message"], "done": False}
+    last = {k: v for k, v in whole.items() if k != "message"}
+    yield None, {**last, "message": {"role": "assistant", "content": ""}, "done": True}
+
+
+def _line(event: str | None, data: Any) -> bytes:
+    return json.dumps(data, ensure_ascii=False).encode() + b"\n"
+
+
 _STREAMS: dict[str, Callable[[Whole], Streamed]] = {
     "openai_chat": _openai_chat_stream, "openai_responses": _openai_responses_stream,
-    "anthropic": _anthropic_stream, "gemini": _gemini_stream}
+    "anthropic": _anthropic_stream, "gemini": _gemini_stream, "ollama": _ollama_stream}

@@ -23,7 +23,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["assemble", "drain", "is_stream", "sse_events", "stream_api"]
+__all__ = ["assemble", "drain", "events_of", "is_stream", "ndjson_events", "sse_events", "stream_api"]
 
 
 def sse_events(body: bytes) -> Iterator[Any]:
@@ -41,6 +41,28 @@ def sse_events(body: bytes) -> Iterator[Any]:
             yield json.loads(data)
         except ValueError:
             continue
+
+
+def ndjson_events(body: bytes) -> Iterator[Any]:
+    """Each JSON line of a newline-delimited JSON stream (Ollama's), blank and non-JSON lines
+    skipped.
+
+    >>> list(ndjson_events(b'{"a": 1}\\n\\n{"a": 2}\\n'))
+    [{'a': 1}, {'a': 2}]
+    """
+    for line in body.decode("utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line)
+        except ValueError:
+            continue
+
+
+def events_of(api: str, body: bytes) -> Iterator[Any]:
+    """The events of a streamed answer of ``api``'s raw body: server-sent events, or Ollama's
+    JSON lines."""
+    return ndjson_events(body) if api == "ollama" else sse_events(body)
 
 
 def _openai_chat(chunks: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -133,8 +155,21 @@ def _gemini(chunks: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return whole
 
 
+def _ollama(chunks: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    whole: dict[str, Any] = {}
+    text: list[str] = []
+    calls: list[Any] = []
+    for chunk in chunks:
+        message = chunk.get("message") or {}
+        text.append(str(message.get("content") or ""))
+        calls.extend(message.get("tool_calls") or [])
+        whole.update({k: v for k, v in chunk.items() if k != "message"})  # the last: done, its counts
+    whole["message"] = {"role": "assistant", "content": "".join(text), **({"tool_calls": calls} if calls else {})}
+    return whole
+
+
 _ASSEMBLERS = {"openai_chat": _openai_chat, "openai_responses": _openai_responses,
-               "anthropic": _anthropic, "gemini": _gemini}
+               "anthropic": _anthropic, "gemini": _gemini, "ollama": _ollama}
 
 
 def assemble(api: str, chunks: Iterable[Any]) -> dict[str, Any]:

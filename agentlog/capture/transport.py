@@ -91,8 +91,9 @@ from .effects import Opaque, Steps, arun, run
 from .endpoints import ModelCall, model_call
 from .headers import TRACE_HEADERS
 from .httpx_hook import HTTPX_MODULES, install, installed, uninstall
+from .providers import reports_usage
 from .recorder import OpenSpan, Recorder, active_recorder, call_failed
-from .streams import assemble, sse_events
+from .streams import assemble, events_of
 
 __all__ = ["HTTPX_MODULES", "KEPT_RESPONSE_HEADERS", "TRACE_HEADERS", "RecordingTransport", "TransportCall", "async_client", "client",
            "exchange", "flow", "install", "installed", "model_calls", "uninstall"]
@@ -201,13 +202,13 @@ def _answer(rec: Recorder, call: ModelCall, key: str, status: int, content: byte
         return CallFailed(kind=LLM_RESPONSE, key=key, error=f"HTTP {status}: {content[:200].decode(errors='replace')}",
                           type="HTTPStatusError")
     try:
-        raw = assemble(call.api, sse_events(content)) if call.streamed else json.loads(content)
+        raw = assemble(call.api, events_of(call.api, content)) if call.streamed else json.loads(content)
         answer = rec._llm_answer(raw, key, call.request, asked, started, call.provider)
     except (ValueError, TypeError, UsageError) as exc:
         return CallFailed(kind=LLM_RESPONSE, key=key, error=f"unreadable model answer: {exc}",
                           type=type(exc).__name__)
     if isinstance(answer, LLMResponse) and call.streamed:
-        unknown = not raw.get("usage") and not raw.get("usageMetadata")  # the stream reported none
+        unknown = not reports_usage(raw)  # the stream reported none
         answer = dataclasses.replace(answer, streamed=True)
         if unknown:  # tokens and cost unknown, never 0
             answer = dataclasses.replace(answer, usage=None, cost_usd=None, cost_source="unknown")

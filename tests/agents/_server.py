@@ -8,7 +8,7 @@ arguments ``{"service": "api"}`` (or once per service, side by side: :data:`ASK_
 chunk only when ``stream_options.include_usage`` asked for it (:meth:`LLMServer.hold_streams`
 holds a stream after its first chunks until the test releases it). ``POST /v1/responses`` answers
 in the Responses API's shape, ``POST /v1/messages`` in Anthropic's (streamed as its API streams, asked with ``stream``) and
-``POST /v1beta/models/<model>:generateContent`` in Gemini's (``:streamGenerateContent``: streamed as its API streams). A chat whose last message starts with
+``POST /api/chat`` in Ollama's own (JSON lines unless ``"stream": false``), ``POST /v1beta/models/<model>:generateContent`` in Gemini's (``:streamGenerateContent``: streamed as its API streams). A chat whose last message starts with
 :data:`SLOW` is answered 0.3 s late, one with :data:`OVERLOADED` with HTTP 503. Every request is counted and kept (``server.requests``).
 
     with LLMServer() as server:
@@ -43,6 +43,7 @@ USAGE = {"prompt_tokens": 42, "completion_tokens": 4, "total_tokens": 46,
 
 ANTHROPIC_USAGE = {"input_tokens": 30, "output_tokens": 4, "cache_read_input_tokens": 100,
                    "cache_creation_input_tokens": 20}
+OLLAMA_USAGE = {"prompt_eval_count": 26, "eval_count": 4}
 GEMINI_USAGE = {"promptTokenCount": 42, "candidatesTokenCount": 4, "totalTokenCount": 46,
                 "cachedContentTokenCount": 10}
 
@@ -125,6 +126,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._anthropic_stream(message)
             else:
                 self._json(200, message)
+        elif path.endswith("/api/chat"):
+            self._ollama(body)
         elif ":streamGenerateContent" in self.path:
             self._gemini_stream(self.path.split("/models/")[1].split(":")[0])
         elif ":generateContent" in self.path:
@@ -172,6 +175,37 @@ class _Handler(BaseHTTPRequestHandler):
                 self.server.gate_waited = self.server.gate.wait(timeout=10)
             self._chunk(f"data: {json.dumps(chunk)}\n\n".encode())
         self._chunk(b"data: [DONE]\n\n")
+        self._chunk(b"")
+
+    def _ollama(self, body: dict[str, Any]) -> None:
+        """Ollama's own chat API: its message (tool calls with their arguments as objects, and
+        no ids), the counts at the top level, and, unless ``"stream": false``, the answer as
+        JSON lines, a word a line, the counts in the last."""
+        message, _ = chat_answer(body)
+        said: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
+        if message.get("tool_calls"):
+            said["tool_calls"] = [{"function": {"name": c["function"]["name"],
+                                                "arguments": json.loads(c["function"]["arguments"])}}
+                                  for c in message["tool_calls"]]
+        base = {"model": body["model"], "created_at": "2026-12-07T00:00:00Z"}
+        last = {**base, "done": True, "done_reason": "stop", "total_duration": 1000, "load_duration": 10,
+                **OLLAMA_USAGE}
+        if body.get("stream") is False:
+            self._json(200, {**last, "message": said})
+            return
+        self.send_response(200)
+        self.send_header("content-type", "application/x-ndjson")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        words = str(said["content"]).split(" ") if said["content"] else []
+        lines = [{**base, "message": {"role": "assistant", "content": w if i == 0 else " " + w}, "done": False}
+                 for i, w in enumerate(words)]
+        if said.get("tool_calls"):
+            lines.append({**base, "message": {"role": "assistant", "content": "", "tool_calls": said["tool_calls"]},
+                          "done": False})
+        lines.append({**last, "message": {"role": "assistant", "content": ""}})
+        for line in lines:
+            self._chunk(json.dumps(line).encode() + b"\n")
         self._chunk(b"")
 
     def _anthropic_stream(self, message: dict[str, Any]) -> None:

@@ -1,7 +1,7 @@
 """A fork that edits a model answer the HTTP transport recorded serves the program that answer:
 the SDK reads the edited text and tool calls from the HTTP response it is served (a JSON body,
-or a stream of server-sent events in the API's own shapes), for every model API, plain and
-streamed. The real SDKs, against the loopback server, are the oracle for the wire formats."""
+or a stream in the API's own shapes: server-sent events, Ollama's JSON lines), for every model
+API, plain and streamed. The real SDKs, against the loopback server, are the oracle for the wire formats."""
 
 from __future__ import annotations
 
@@ -18,7 +18,15 @@ from agentlog.capture.rewire import rewired
 from agentlog.events import HTTPResponse, LLMResponse
 
 EDITED = "scale the db instead"
-CLAUDE, GEMINI = "claude-3-5-haiku-20241022", "gemini-1.5-flash"
+CLAUDE, GEMINI, LLAMA = "claude-3-5-haiku-20241022", "gemini-1.5-flash", "llama3.2"
+APIS = ["openai_chat", "openai_responses", "anthropic", "gemini", "ollama"]
+
+
+@pytest.fixture(autouse=True)
+def _local_price() -> Any:
+    """A price for the local model (genai-prices has none: its cost would be unknown, and warned of)."""
+    with al.pricing.overrides({LLAMA: {"input": 0.1, "output": 0.2}}):
+        yield
 
 
 def _ask(server: LLMServer, api: str, streamed: bool) -> Callable[[str], str]:
@@ -60,6 +68,16 @@ def _ask(server: LLMServer, api: str, streamed: bool) -> Callable[[str], str]:
                 assert stream.get_final_message().content[0].text == text
             return text
         return messages
+    if api == "ollama":
+        import ollama
+
+        def chat_local(question: str) -> str:
+            asked = [{"role": "user", "content": question}]
+            with ollama.Client(host=root) as local:
+                if not streamed:
+                    return str(local.chat(model=LLAMA, messages=asked).message.content)
+                return "".join(str(c.message.content) for c in local.chat(model=LLAMA, messages=asked, stream=True))
+        return chat_local
     from google import genai
     from google.genai import types
 
@@ -73,7 +91,7 @@ def _ask(server: LLMServer, api: str, streamed: bool) -> Callable[[str], str]:
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
-@pytest.mark.parametrize("api", ["openai_chat", "openai_responses", "anthropic", "gemini"])
+@pytest.mark.parametrize("api", APIS)
 def test_a_fork_serves_the_edited_model_answer_to_the_sdk(server: LLMServer, store: Any, api: str,
                                                           streamed: bool) -> None:
     def program(rec: Any) -> list[str]:
@@ -136,6 +154,15 @@ def _streamed_calls(server: LLMServer, api: str) -> Callable[[str], dict[str, An
             return {"calls": [[b.name, b.input] for b in final.content if b.type == "tool_use"],
                     "finish": final.stop_reason}
         return messages
+    if api == "ollama":
+        import ollama
+
+        def chat_local(question: str) -> dict[str, Any]:
+            with ollama.Client(host=root) as local:
+                chunks = list(local.chat(model=LLAMA, messages=[{"role": "user", "content": question}], stream=True))
+            return {"calls": [[c.function.name, dict(c.function.arguments)] for chunk in chunks
+                              for c in chunk.message.tool_calls or []], "finish": chunks[-1].done_reason}
+        return chat_local
     from google import genai
     from google.genai import types
 
@@ -149,7 +176,7 @@ def _streamed_calls(server: LLMServer, api: str) -> Callable[[str], dict[str, An
     return gemini
 
 
-@pytest.mark.parametrize("api", ["openai_chat", "openai_responses", "anthropic", "gemini"])
+@pytest.mark.parametrize("api", APIS)
 def test_a_tool_call_edited_into_a_streamed_answer_is_assembled_by_the_sdk(server: LLMServer, store: Any,
                                                                            api: str) -> None:
     """The model answered text; the fork's edit makes it ask for a tool instead: the SDK's own

@@ -233,6 +233,53 @@ def test_an_azure_openai_deployment_is_an_llm_row(server: LLMServer, store: Any)
     assert calls["cost_usd"].tolist() == pytest.approx([expected_cost()], rel=1e-12)
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
+def test_an_ollama_chat_is_an_llm_row_and_replays(server: LLMServer, store: Any, streamed: bool) -> None:
+    """Ollama's own API (``/api/chat``, as the ``ollama`` client calls it, which LangChain's
+    ChatOllama uses; JSON lines unless ``"stream": false``): one row with its counts and tool calls; a
+    local model has no price in genai-prices, so its cost is unknown (warned of) unless one is
+    set; replay serves the same chunks with no request."""
+    import ollama
+    from _server import OLLAMA_USAGE
+
+    root = server.url.removesuffix("/v1")
+    model = f"llama-local-{'streamed' if streamed else 'plain'}"  # a model no test warned of before
+    tools = [{"type": "function", "function": {"name": "status", "parameters": {
+        "type": "object", "properties": {"service": {"type": "string"}}}}}]
+
+    def program(rec: Any) -> list[Any]:
+        asked = [{"role": "user", "content": "cpu=0.9, what now?"}]
+        with ollama.Client(host=root) as local:
+            if streamed:  # each chunk as the SDK yields it
+                said: Any = [c.model_dump(mode="json") for c in local.chat(model=model, messages=asked, stream=True)]
+            else:
+                said = str(local.chat(model=model, messages=asked).message.content)
+            called = local.chat(model=model, messages=asked, tools=tools, stream=False).message.tool_calls or []
+        return [said, [[c.function.name, dict(c.function.arguments)] for c in called]]
+
+    with pytest.warns(al.errors.UnknownModelWarning, match=model):
+        unpriced = al.record(program, store=store, name="ollama")
+    said, called = unpriced.event(len(unpriced) - 1).payload["result"]
+    text = "".join(c["message"]["content"] for c in said) if streamed else said
+    assert text == "restart the api" and called == [["status", {"service": "api"}]]
+    assert not streamed or len(said) == 4  # a word a chunk, and the last with the counts
+    calls = unpriced.llm_calls()
+    assert calls["input_tokens"].tolist() == [OLLAMA_USAGE["prompt_eval_count"]] * 2
+    assert calls["output_tokens"].tolist() == [OLLAMA_USAGE["eval_count"]] * 2
+    assert calls["cost_usd"].isna().all()  # unknown, never 0
+    [_, asking] = [LLMResponse.of(e) for e in unpriced.iter_events() if e.type == "llm.response"]
+    assert asking.message["tool_calls"][0]["function"] == {"name": "status", "arguments": {"service": "api"}}
+
+    with al.pricing.overrides({model: {"input": 0.1, "output": 0.2}}):
+        priced = al.record(program, store=store, name="ollama priced")
+    expected = (OLLAMA_USAGE["prompt_eval_count"] * 0.1 + OLLAMA_USAGE["eval_count"] * 0.2) / 1e6
+    assert priced.llm_calls()["cost_usd"].tolist() == pytest.approx([expected] * 2, rel=1e-12)
+    sent = len(server.requests)
+    replayed = al.replay(program, priced)
+    assert replayed.ok, str(replayed.divergence)
+    assert replayed.result == priced.event(len(priced) - 1).payload["result"] and len(server.requests) == sent
+
+
 class _AsksItself:
     """An agent whose own step asks a model with a plain httpx client (not through ``model=``),
     and whose ``model`` asks through the OpenAI SDK: the one is what ``capture_http`` decides,
