@@ -14,6 +14,7 @@ Anthropic Messages             ``/messages``                       ``model``, ``
 Gemini generateContent         ``/models/<model>:generateContent`` ``contents``
                                (or ``:streamGenerateContent``)
 Ollama chat                    ``/api/chat``                       ``model``, ``messages``
+Ollama generate                ``/api/generate``                   ``model``, ``prompt``
 =============================  ==================================  =============================
 
 Ollama's own API streams unless the request says ``"stream": false``, as newline-delimited JSON
@@ -39,7 +40,7 @@ from typing import Any, Final, Literal
 
 __all__ = ["API", "ModelCall", "model_call"]
 
-API = Literal["openai_chat", "openai_responses", "anthropic", "gemini", "ollama"]
+API = Literal["openai_chat", "openai_responses", "anthropic", "gemini", "ollama", "ollama_generate"]
 
 _GEMINI: Final = re.compile(r"/models/([^/:]+):(stream)?[gG]enerateContent$")
 
@@ -85,7 +86,8 @@ def model_call(method: str, path: str, body: bytes) -> ModelCall | None:
     if method.upper() != "POST":
         return None
     gemini = _GEMINI.search(path)
-    if gemini is None and not path.endswith(("/chat/completions", "/responses", "/messages", "/api/chat")):
+    if gemini is None and not path.endswith(("/chat/completions", "/responses", "/messages", "/api/chat",
+                                             "/api/generate")):
         return None
     data = _json(body)
     if not isinstance(data, dict):
@@ -109,4 +111,9 @@ def model_call(method: str, path: str, body: bytes) -> ModelCall | None:
         return ModelCall("anthropic", data, streamed, data)
     if path.endswith("/api/chat") and isinstance(data.get("messages"), list):
         return ModelCall("ollama", data, data.get("stream") is not False, data)  # it streams unless told not to
+    if path.endswith("/api/generate") and isinstance(data.get("prompt"), str):
+        said = [{"role": "system", "content": data["system"]}] if isinstance(data.get("system"), str) else []
+        rest = {k: v for k, v in data.items() if k not in ("prompt", "system")}
+        return ModelCall("ollama_generate", {**rest, "messages": [*said, {"role": "user", "content": data["prompt"]}]},
+                         data.get("stream") is not False, data)
     return None

@@ -22,8 +22,8 @@ OpenAI Responses                  nothing
 Anthropic Messages                cache writes sent only split by TTL (``cache_creation``
                                   without ``cache_creation_input_tokens``)
 Google Gemini                     the SDK's snake_case spelling (read as the REST camelCase)
-Ollama (its own API)              all of it (genai-prices has no extractor): the top-level
-                                  ``prompt_eval_count`` and ``eval_count``
+Ollama (its own chat and          all of it (genai-prices has no extractor): the top-level
+generate APIs)                    ``prompt_eval_count`` and ``eval_count``
 agentlog                          all of it: :class:`Usage`'s own fields (``Usage.to_dict()``);
                                   genai-prices and pydantic-ai spell cache reads
                                   ``cache_read_tokens``
@@ -50,7 +50,8 @@ from ..events import BlobRef, Event, LLMResponse, Usage
 __all__ = ["SHAPES", "LLMResult", "Normalized", "Shape", "ShapeName", "as_plain", "detect_shape",
            "normalize", "normalize_usage", "reports_usage", "response_shape"]
 
-ShapeName = Literal["agentlog", "openai_chat", "openai_responses", "anthropic", "gemini", "ollama", "plain"]
+ShapeName = Literal["agentlog", "openai_chat", "openai_responses", "anthropic", "gemini", "ollama",
+                    "ollama_generate", "plain"]
 
 Message = dict[str, Any]
 
@@ -145,6 +146,10 @@ def _ollama(raw: Mapping[str, Any]) -> tuple[Message, str | None]:
         if isinstance(fn, Mapping):  # Ollama's calls have no id: the n-th is call_n
             calls.append(_call(call.get("id") or f"call_{i}", fn.get("name"), fn.get("arguments")))
     return _assistant(said.get("content"), calls), raw.get("done_reason")
+
+
+def _ollama_generate(raw: Mapping[str, Any]) -> tuple[Message, str | None]:
+    return _assistant(raw.get("response"), []), raw.get("done_reason")
 
 
 def _plain(raw: Mapping[str, Any]) -> tuple[Message, str | None]:
@@ -377,6 +382,7 @@ SHAPES: Final[Mapping[str, Shape]] = {s.name: s for s in (
     Shape("gemini", _gemini, _gemini_usage, holder="usageMetadata",
           catalog=("google", "default")),
     Shape("ollama", _ollama, _ollama_usage, counts=("prompt_eval_count", "eval_count")),
+    Shape("ollama_generate", _ollama_generate, _ollama_usage, counts=("prompt_eval_count", "eval_count")),
     Shape("agentlog", _plain, _agentlog_usage, cost="cost_usd"),
     # No cache fields: OpenAI Responses' and Anthropic's readings of input_tokens agree.
     Shape("plain", _plain, _catalog, catalog=("openai", "responses"),
@@ -470,6 +476,8 @@ def response_shape(raw: Mapping[str, Any]) -> ShapeName:
         return "anthropic"
     if isinstance(raw.get("message"), Mapping) and "done" in raw:
         return "ollama"
+    if isinstance(raw.get("response"), str) and "done" in raw:
+        return "ollama_generate"
     return "plain"
 
 

@@ -44,7 +44,7 @@ def rewired(api: API, streamed: bool, body: bytes, message: Mapping[str, Any], f
     edited = _EDITS[api](whole, _text(message.get("content")), list(message.get("tool_calls") or []), finish_reason)
     if not streamed:
         return json.dumps(edited, ensure_ascii=False).encode()
-    frame = _line if api == "ollama" else _sse  # Ollama streams JSON lines, the others server-sent events
+    frame = _line if api.startswith("ollama") else _sse  # Ollama streams JSON lines, the others server-sent events
     return b"".join(frame(event, data) for event, data in _STREAMS[api](edited))
 
 
@@ -163,9 +163,15 @@ def _ollama(whole: Whole, text: str | None, calls: list[Any], finish: str | None
     return {**whole, "message": message, **({"done_reason": finish} if finish is not None else {})}
 
 
+def _ollama_generate(whole: Whole, text: str | None, calls: list[Any], finish: str | None) -> Whole:
+    if calls:
+        raise ValueError("Ollama's generate API answers text only: an answer with tool calls cannot be served")
+    return {**whole, "response": text or "", **({"done_reason": finish} if finish is not None else {})}
+
+
 _EDITS: dict[str, Callable[[Whole, str | None, list[Any], str | None], Whole]] = {
     "openai_chat": _openai_chat, "openai_responses": _openai_responses, "anthropic": _anthropic,
-    "gemini": _gemini, "ollama": _ollama}
+    "gemini": _gemini, "ollama": _ollama, "ollama_generate": _ollama_generate}
 
 
 # --- the whole answer as a stream --------------------------------------------------------------
@@ -273,10 +279,17 @@ def _ollama_stream(whole: Whole) -> Streamed:
     yield None, {**last, "message": {"role": "assistant", "content": ""}, "done": True}
 
 
+def _ollama_generate_stream(whole: Whole) -> Streamed:
+    base = {k: v for k, v in whole.items() if k in ("model", "created_at")}
+    yield None, {**base, "response": whole.get("response", ""), "done": False}
+    yield None, {**whole, "response": "", "done": True}
+
+
 def _line(event: str | None, data: Any) -> bytes:
     return json.dumps(data, ensure_ascii=False).encode() + b"\n"
 
 
 _STREAMS: dict[str, Callable[[Whole], Streamed]] = {
     "openai_chat": _openai_chat_stream, "openai_responses": _openai_responses_stream,
-    "anthropic": _anthropic_stream, "gemini": _gemini_stream, "ollama": _ollama_stream}
+    "anthropic": _anthropic_stream, "gemini": _gemini_stream, "ollama": _ollama_stream,
+    "ollama_generate": _ollama_generate_stream}

@@ -62,7 +62,7 @@ def ndjson_events(body: bytes) -> Iterator[Any]:
 def events_of(api: str, body: bytes) -> Iterator[Any]:
     """The events of a streamed answer of ``api``'s raw body: server-sent events, or Ollama's
     JSON lines."""
-    return ndjson_events(body) if api == "ollama" else sse_events(body)
+    return ndjson_events(body) if api.startswith("ollama") else sse_events(body)
 
 
 def _openai_chat(chunks: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -168,8 +168,19 @@ def _ollama(chunks: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return whole
 
 
+def _ollama_generate(chunks: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    whole: dict[str, Any] = {}
+    text: list[str] = []
+    for chunk in chunks:
+        text.append(str(chunk.get("response") or ""))
+        whole.update(chunk)  # the last: done, its counts
+    whole["response"] = "".join(text)
+    return whole
+
+
 _ASSEMBLERS = {"openai_chat": _openai_chat, "openai_responses": _openai_responses,
-               "anthropic": _anthropic, "gemini": _gemini, "ollama": _ollama}
+               "anthropic": _anthropic, "gemini": _gemini, "ollama": _ollama,
+               "ollama_generate": _ollama_generate}
 
 
 def assemble(api: str, chunks: Iterable[Any]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ arguments ``{"service": "api"}`` (or once per service, side by side: :data:`ASK_
 chunk only when ``stream_options.include_usage`` asked for it (:meth:`LLMServer.hold_streams`
 holds a stream after its first chunks until the test releases it). ``POST /v1/responses`` answers
 in the Responses API's shape, ``POST /v1/messages`` in Anthropic's (streamed as its API streams, asked with ``stream``) and
-``POST /api/chat`` in Ollama's own (JSON lines unless ``"stream": false``), ``POST /v1beta/models/<model>:generateContent`` in Gemini's (``:streamGenerateContent``: streamed as its API streams). A chat whose last message starts with
+``POST /api/chat`` and ``/api/generate`` in Ollama's own (JSON lines unless ``"stream": false``), ``POST /v1beta/models/<model>:generateContent`` in Gemini's (``:streamGenerateContent``: streamed as its API streams). A chat whose last message starts with
 :data:`SLOW` is answered 0.3 s late, one with :data:`OVERLOADED` with HTTP 503. Every request is counted and kept (``server.requests``).
 
     with LLMServer() as server:
@@ -128,6 +128,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(200, message)
         elif path.endswith("/api/chat"):
             self._ollama(body)
+        elif path.endswith("/api/generate"):
+            self._ollama_generate(body)
         elif ":streamGenerateContent" in self.path:
             self._gemini_stream(self.path.split("/models/")[1].split(":")[0])
         elif ":generateContent" in self.path:
@@ -206,6 +208,25 @@ class _Handler(BaseHTTPRequestHandler):
         lines.append({**last, "message": {"role": "assistant", "content": ""}})
         for line in lines:
             self._chunk(json.dumps(line).encode() + b"\n")
+        self._chunk(b"")
+
+    def _ollama_generate(self, body: dict[str, Any]) -> None:
+        """Ollama's own completion API: ``response`` text, the counts at the top level, JSON
+        lines unless ``"stream": false``."""
+        base = {"model": body["model"], "created_at": "2026-12-07T00:00:00Z"}
+        last = {**base, "done": True, "done_reason": "stop", "context": [1, 2, 3], **OLLAMA_USAGE}
+        text = "restart the api"
+        if body.get("stream") is False:
+            self._json(200, {**last, "response": text})
+            return
+        self.send_response(200)
+        self.send_header("content-type", "application/x-ndjson")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        words = text.split(" ")
+        for i, word in enumerate(words):
+            self._chunk(json.dumps({**base, "response": word if i == 0 else " " + word, "done": False}).encode() + b"\n")
+        self._chunk(json.dumps({**last, "response": ""}).encode() + b"\n")
         self._chunk(b"")
 
     def _anthropic_stream(self, message: dict[str, Any]) -> None:

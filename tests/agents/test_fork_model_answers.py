@@ -19,7 +19,7 @@ from agentlog.events import HTTPResponse, LLMResponse
 
 EDITED = "scale the db instead"
 CLAUDE, GEMINI, LLAMA = "claude-3-5-haiku-20241022", "gemini-1.5-flash", "llama3.2"
-APIS = ["openai_chat", "openai_responses", "anthropic", "gemini", "ollama"]
+APIS = ["openai_chat", "openai_responses", "anthropic", "gemini", "ollama"]  # each answers with tool calls too
 
 
 @pytest.fixture(autouse=True)
@@ -78,6 +78,15 @@ def _ask(server: LLMServer, api: str, streamed: bool) -> Callable[[str], str]:
                     return str(local.chat(model=LLAMA, messages=asked).message.content)
                 return "".join(str(c.message.content) for c in local.chat(model=LLAMA, messages=asked, stream=True))
         return chat_local
+    if api == "ollama_generate":
+        import ollama
+
+        def generate_local(question: str) -> str:
+            with ollama.Client(host=root) as local:
+                if not streamed:
+                    return str(local.generate(model=LLAMA, prompt=question).response)
+                return "".join(str(c.response) for c in local.generate(model=LLAMA, prompt=question, stream=True))
+        return generate_local
     from google import genai
     from google.genai import types
 
@@ -91,7 +100,7 @@ def _ask(server: LLMServer, api: str, streamed: bool) -> Callable[[str], str]:
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", [*APIS, "ollama_generate"])
 def test_a_fork_serves_the_edited_model_answer_to_the_sdk(server: LLMServer, store: Any, api: str,
                                                           streamed: bool) -> None:
     def program(rec: Any) -> list[str]:

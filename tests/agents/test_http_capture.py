@@ -280,6 +280,40 @@ def test_an_ollama_chat_is_an_llm_row_and_replays(server: LLMServer, store: Any,
     assert replayed.result == priced.event(len(priced) - 1).payload["result"] and len(server.requests) == sent
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
+def test_an_ollama_generate_is_an_llm_row_and_replays(server: LLMServer, store: Any, streamed: bool) -> None:
+    """Ollama's completion API (``/api/generate``, LiteLLM's ``ollama/`` models): the prompt is
+    the request's user message (its ``system`` the system one), the ``response`` text the
+    answer, one row with its counts; replay serves the same chunks with no request."""
+    import ollama
+    from _server import OLLAMA_USAGE
+
+    root = server.url.removesuffix("/v1")
+
+    def program(rec: Any) -> Any:
+        with ollama.Client(host=root) as local:
+            if streamed:
+                return [c.model_dump(mode="json") for c in local.generate(
+                    model="llama3.2", prompt="cpu=0.9, what now?", system="You are an SRE.", stream=True)]
+            return local.generate(model="llama3.2", prompt="cpu=0.9, what now?", system="You are an SRE.").response
+
+    with al.pricing.overrides({"llama3.2": {"input": 0.1, "output": 0.2}}):
+        run = al.record(program, store=store, name="ollama generate")
+    said = run.event(len(run) - 1).payload["result"]
+    assert ("".join(c["response"] for c in said) if streamed else said) == "restart the api"
+    [asked] = [e for e in run.iter_events() if e.type == "llm.request"]
+    assert asked.payload["messages"] == [{"role": "system", "content": "You are an SRE."},
+                                         {"role": "user", "content": "cpu=0.9, what now?"}]
+    calls = run.llm_calls()
+    assert (calls["input_tokens"].tolist(), calls["output_tokens"].tolist()) == (
+        [OLLAMA_USAGE["prompt_eval_count"]], [OLLAMA_USAGE["eval_count"]])
+    assert LLMResponse.of(run.event(int(calls["seq"].iloc[0]))).message["content"] == "restart the api"
+    sent = len(server.requests)
+    replayed = al.replay(program, run)
+    assert replayed.ok, str(replayed.divergence)
+    assert replayed.result == said and len(server.requests) == sent
+
+
 class _AsksItself:
     """An agent whose own step asks a model with a plain httpx client (not through ``model=``),
     and whose ``model`` asks through the OpenAI SDK: the one is what ``capture_http`` decides,
