@@ -282,7 +282,7 @@ def test_an_ollama_chat_is_an_llm_row_and_replays(server: LLMServer, store: Any,
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 def test_an_ollama_generate_is_an_llm_row_and_replays(server: LLMServer, store: Any, streamed: bool) -> None:
-    """Ollama's completion API (``/api/generate``, LiteLLM's ``ollama/`` models): the prompt is
+    """Ollama's completion API (``/api/generate``, the ollama client's ``generate``): the prompt is
     the request's user message (its ``system`` the system one), the ``response`` text the
     answer, one row with its counts; replay serves the same chunks with no request."""
     import ollama
