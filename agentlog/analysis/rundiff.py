@@ -28,7 +28,7 @@ import functools
 import itertools
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -360,7 +360,7 @@ def _same_content(ea: dict[str, list[Any]], eb: dict[str, list[Any]], i: int, j:
 
 
 def _by_likeness(steps: list[Step], sig_a: Sequence[Sig], ea: dict[str, list[Any]],
-                 eb: dict[str, list[Any]]) -> list[Step]:
+                 eb: dict[str, list[Any]], same: Callable[[int, int], bool]) -> list[Step]:
     """``steps`` with the pairs of one signature whose contents differ paired again, the most
     alike first (fewest changes between them), when the runs made some steps in another order
     (there are moved steps): spans of one name opened side by side, each with its own input,
@@ -375,7 +375,7 @@ def _by_likeness(steps: list[Step], sig_a: Sequence[Sig], ea: dict[str, list[Any
         return steps
     groups: dict[Sig, dict[int, tuple[int, int]]] = {}  # signature -> {step: (i, j)}
     for n, (status, i, j) in enumerate(steps):
-        if status in ("same", "moved") and i is not None and j is not None and not _same_content(ea, eb, i, j):
+        if status in ("same", "moved") and i is not None and j is not None and not same(i, j):
             groups.setdefault(sig_a[i], {})[n] = (i, j)
     out = list(steps)
     for pairs in groups.values():
@@ -426,14 +426,15 @@ def diff(run_a: Run, run_b: Run, *, reducers: Any = None) -> RunDiff:
     names: list[str | None] = []
     summaries: list[str | None] = []
     pending: dict[int, tuple[str, str, str]] = {}
-    for step, i, j in _by_likeness(align(sig_a, sig_b), sig_a, ea, eb):
+    same = functools.cache(functools.partial(_same_content, ea, eb))  # asked twice of a pair when steps moved
+    for step, i, j in _by_likeness(align(sig_a, sig_b), sig_a, ea, eb, same):
         side, k = (ea, i) if i is not None else (eb, j)
         assert k is not None
         if step == "only_a" or step == "only_b":
             summary = _describe(side["type"][k], side["payload"][k])
         else:
             assert i is not None and j is not None
-            if step in ("same", "moved") and _same_content(ea, eb, i, j):
+            if step in ("same", "moved") and same(i, j):
                 step, summary = "matched" if step == "same" else "moved", ""
             else:  # the summary is written when someone asks (RunDiff.summary)
                 step, summary = "changed", None
