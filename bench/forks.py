@@ -14,6 +14,14 @@ OpenAI-compatible server (``tests/agents/_server.py``). Three shapes:
   spans carry their request), which the fork's prefix must show on the right span;
 - ``two_calls``: each chat makes two model calls.
 
+And one more, not run unless named (``--shapes fan_out_edit``): a real LangGraph ``Send``
+fan-out of three topics (the tests' ``_fan_out`` in ``tests/agents/test_frameworks.py``), not
+traced, each recording forked at each branch's model call with that call's answer edited, the
+topics sent in an order drawn from the six, twice: cut just before the call's request
+(``before_call``: the fork panel's cut until this stop) and at the fork plan's
+:func:`~agentlog.capture.forkplan.quiet_cut` (``quiet``: before any branch began). A fork
+fails when ``al.fork`` raises or the edited answer is not its topic's in the result.
+
 For each seed, ``recordings`` runs are recorded (``al.record``, one random order each) and
 each is forked ``forks`` times (``al.fork``) at a random event, with another random order. A
 fork **fails** when ``al.fork`` raises (a ``DivergenceError``, for one) or the fork does not
@@ -51,6 +59,7 @@ from _common import logger
 
 log = logger("forks")
 SHAPES = ("plain", "topics", "two_calls")
+EXTRA_SHAPES = ("fan_out_edit",)
 
 
 def _text(order: list[tuple[int, str]]) -> str:
@@ -124,6 +133,58 @@ def shape_counts(shape: str, seeds: int, recordings: int, forks: int) -> dict[st
             "fork_ms": round(statistics.median(times) * 1000, 1) if times else None}
 
 
+def fan_out_counts(seeds: int, recordings: int) -> dict[str, Any]:
+    """The ``fan_out_edit`` shape (see above): its counts, for each of the two cuts."""
+    return {cut: _fan_out_counts(seeds, recordings, cut) for cut in ("before_call", "quiet")}
+
+
+def _fan_out_counts(seeds: int, recordings: int, cut: str) -> dict[str, Any]:
+    import itertools
+    import warnings
+
+    from _server import SLOW, LLMServer
+    from test_frameworks import _fan_out
+
+    import agentlog as al
+    from agentlog.capture.forkplan import quiet_cut
+
+    counts: Counter[str] = Counter()
+    times: list[float] = []
+    topics = [f"{SLOW} api", "db", "cache"]
+    orders = list(itertools.permutations(topics))
+    with LLMServer() as server, tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # LangGraph's own deprecation warnings
+        store = al.Store(tmp)
+        program = _fan_out(server)
+        for seed in range(1, seeds + 1):
+            rng = random.Random(seed)
+            for _ in range(recordings):
+                run = al.record(program(topics), store=store, name="fan out")
+                for answer in [e for e in run.iter_events() if e.type == "llm.response"]:
+                    asked = run.event(int(answer.caused_by or 0)).payload["messages"][-1]["content"]
+                    order = list(rng.choice(orders))
+                    sent = len(server.requests)
+                    t0 = time.perf_counter()
+                    try:
+                        at = quiet_cut(run, answer) if cut == "quiet" else int(answer.caused_by or 0) - 1
+                        forked = al.fork(run, at, program=program(order),
+                                         edit=al.edit.replace_response(answer.seq, {"message": {
+                                             "role": "assistant", "content": "edited"}}))
+                        times.append(time.perf_counter() - t0)
+                        if f"{asked}: edited" not in forked.event(len(forked) - 1).payload["result"]:
+                            counts["failed"] += 1
+                    except Exception as exc:  # noqa: BLE001 - a fork that fails is counted, whatever it raised
+                        counts["failed"] += 1
+                        counts[f"raised {type(exc).__name__}"] += 1
+                        log(f"fan_out_edit {cut} seed {seed}: order {order}, answer {answer.seq}: {type(exc).__name__}")
+                    counts["forks"] += 1
+                    counts["sent"] += len(server.requests) - sent
+            log(f"fan_out_edit {cut} seed {seed}: {dict(counts)}")
+    return {"forks": counts["forks"], "failed": counts["failed"], "sent": counts["sent"],
+            "raised": {k[7:]: v for k, v in counts.items() if k.startswith("raised ")},
+            "fork_ms": round(statistics.median(times) * 1000, 1) if times else None}
+
+
 def agentlog_commit() -> str | None:
     """The commit of the checkout the imported ``agentlog`` comes from (the tree measured,
     which ``PYTHONPATH`` may point elsewhere); ``None`` outside a git checkout."""
@@ -147,9 +208,10 @@ def main() -> None:
     figures: dict[str, Any] = {"bench": "forks", "quick": args.quick, "seeds": seeds, "recordings": recordings,
                                "forks_each": args.forks, "agentlog_commit": agentlog_commit()}
     for shape in args.shapes.split(","):
-        if shape not in SHAPES:
-            parser.error(f"--shapes: {shape!r} is not one of {', '.join(SHAPES)}")
-        figures[shape] = shape_counts(shape, seeds, recordings, args.forks)
+        if shape not in SHAPES + EXTRA_SHAPES:
+            parser.error(f"--shapes: {shape!r} is not one of {', '.join(SHAPES + EXTRA_SHAPES)}")
+        figures[shape] = (fan_out_counts(seeds, recordings) if shape == "fan_out_edit"
+                          else shape_counts(shape, seeds, recordings, args.forks))
     print(json.dumps(figures))
 
 

@@ -8,8 +8,10 @@ decision:
 =================  ============================  ==============================================
 kind               the selected event            what the fork does
 =================  ============================  ==============================================
-``llm_response``   an ``llm.response``           cut before its request; ``replace_response``
-``tool_result``    a ``tool.result``             cut before its call; ``replace_response``
+``llm_response``   an ``llm.response``           cut before its call (:func:`quiet_cut`);
+                                                 ``replace_response``
+``tool_result``    a ``tool.result``             cut before its call (:func:`quiet_cut`);
+                                                 ``replace_response``
 ``state_patch``    any event but the last        cut after it; ``patch_state(ops)`` on ``vars``
 ``input``          any (the fork starts at -1)   ``replace_input(value)``
 ``approval``       an ``approval.granted`` /     cut just before the decision, decide it the
@@ -36,6 +38,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, cast
 
+import numpy as np
+
 from .._words import with_article
 from ..events import (
     APPROVAL_DENIED,
@@ -48,6 +52,7 @@ from ..events import (
     VERSION_KEY,
     ApprovalDenied,
     ApprovalGranted,
+    Event,
     LLMResponse,
     RunStarted,
     StatePatch,
@@ -61,7 +66,7 @@ if TYPE_CHECKING:
     from ..store.run import Run
 
 __all__ = ["KINDS", "NATURAL", "EditBook", "EditError", "ForkPlan", "KeptEdit", "applicability",
-           "default_kind", "dumps", "execute_plan", "plan_fork", "recorded_value"]
+           "default_kind", "dumps", "execute_plan", "plan_fork", "quiet_cut", "recorded_value"]
 
 #: The edit kinds, with the label the panel shows.
 KINDS: Final[dict[str, str]] = {
@@ -213,8 +218,79 @@ def _plan_response(run: Run, seq: int, kind: str, value: Any) -> ForkPlan:
         raise EditError("the \"key\" names the request this answers; leave it out")
     if kind == "tool_result" and not ({_T.result, _T.error} & set(value)):
         raise EditError("a tool result needs \"result\" (or \"error\")")
-    at = (event.caused_by if event.caused_by is not None else seq) - 1
-    return ForkPlan(kind=kind, seq=seq, at=at, edits=[replace_response(seq, value)])
+    return ForkPlan(kind=kind, seq=seq, at=quiet_cut(run, event), edits=[replace_response(seq, value)])
+
+
+def quiet_cut(run: Run, answer: Event) -> int:
+    """Where a fork that edits ``answer`` cuts: before the call and its span, at the latest
+    event where no span is open that ran side by side with another (one of a fan-out's
+    branches, tool calls run at once); ``-1``: keep nothing.
+
+    Such branches are then forked with none of them begun in the prefix: each is re-run past
+    the cut, its answers served by key, the edited one changed, whatever order the fork's
+    branches start in. A cut among them (a branch's span opened, its call not) would have the
+    fork tell the branches apart by the order they open, which another order breaks. Spans
+    that ran alone (the run's, a step's, the graph's root span) stay in the prefix.
+
+    >>> import agentlog as al, tempfile
+    >>> run = al.examples.sample_store(copy_to=tempfile.mkdtemp() + "/s").run("sre-0001")
+    >>> cpu = run.event(10)   # a tool.result, in its tool span s8 under the step's span s7
+    >>> (cpu.type, cpu.span_id, quiet_cut(run, cpu))
+    ('tool.result', 's8', 7)
+    """
+    asked = answer.caused_by if answer.caused_by is not None else answer.seq
+    tree = _SpanTree(run)
+    own = tree.index.get(answer.span_id or "")
+    cut = asked - 1 if own is None else min(asked, int(tree.start[own])) - 1
+    while cut >= 0:
+        open_here = np.flatnonzero((tree.start <= cut) & (tree.end > cut))
+        crowded = [int(s) for s in open_here if tree.side_by_side(int(s))]
+        if not crowded:
+            return cut
+        cut = int(tree.start[crowded].min()) - 1
+    return -1
+
+
+class _SpanTree:
+    """A run's spans as arrays: where each starts and ends (seq) and its place in the tree
+    (``first``/``last``: a depth-first numbering, so a descendant's ``first`` is in its
+    ancestor's ``[first, last)``)."""
+
+    def __init__(self, run: Run) -> None:
+        spans = run.spans()
+        ids = [str(x) for x in spans["span_id"]]
+        self.index = {span: i for i, span in enumerate(ids)}
+        self.start = spans["start_seq"].to_numpy(dtype=np.int64)
+        self.end = spans["end_seq"].fillna(len(run)).to_numpy(dtype=np.int64)
+        children: dict[int, list[int]] = {}
+        roots = []
+        for i, parent in enumerate(spans["parent"]):
+            above = self.index.get(parent) if isinstance(parent, str) else None
+            if above is None or above == i:
+                roots.append(i)
+            else:
+                children.setdefault(above, []).append(i)
+        self.first = np.zeros(len(ids), dtype=np.int64)
+        self.last = np.zeros(len(ids), dtype=np.int64)
+        clock = 0
+        for root in roots:
+            stack = [(root, False)]
+            while stack:
+                node, done = stack.pop()
+                if done:
+                    self.last[node] = clock
+                    continue
+                self.first[node] = clock
+                clock += 1
+                stack.append((node, True))
+                stack.extend((child, False) for child in children.get(node, ()))
+
+    def side_by_side(self, i: int) -> bool:
+        """Whether span ``i`` was open while a span neither above nor below it was."""
+        overlapping = (self.start < self.end[i]) & (self.end > self.start[i])
+        below = (self.first >= self.first[i]) & (self.first < self.last[i])
+        above = (self.first[i] >= self.first) & (self.first[i] < self.last)
+        return bool((overlapping & ~below & ~above).any())
 
 
 def _plan_patch(run: Run, seq: int, value: Any) -> ForkPlan:

@@ -7,6 +7,7 @@ result with a changed value: the fork's next model call differs and goes to the 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import operator
 import warnings
@@ -334,6 +335,36 @@ def _fan_out(server: LLMServer) -> Any:
     def program(topics: list[str]) -> Any:
         return lambda rec: sorted(compiled.invoke({"topics": topics, "answers": []})["answers"])
     return program
+
+
+@pytest.mark.parametrize("traced", [False, True], ids=["untraced", "langchain"])
+def test_a_fork_plan_edits_one_branch_of_a_fan_out_in_any_order(server: LLMServer, store: Any,
+                                                                traced: bool) -> None:
+    """The fork panel's plan for an edited answer of one branch of a LangGraph fan-out cuts
+    before any branch began (:func:`~agentlog.capture.forkplan.quiet_cut`), so the fork goes
+    through whatever order its branches start in: every branch's answer edited, under each of
+    the six orders, with no request sent. Cut just before the call instead, with a branch's
+    span begun in the prefix, about 1 fork in 20 failed (``bench/forks.py --shapes fan_out_edit``)."""
+    from agentlog.capture.forkplan import execute_plan, plan_fork
+
+    handle = al.instrument(instrumentors=["openinference-instrumentation-langchain"]) if traced else None
+    try:
+        program = _fan_out(server)
+        topics = [f"{SLOW} api", "db", "cache"]
+        run = al.record(program(topics), store=store, name="fan-out")
+        sent = len(server.requests)
+        for answer in [e for e in run.iter_events() if e.type == "llm.response"]:
+            asked = run.event(int(answer.caused_by or 0)).payload["messages"][-1]["content"]
+            plan = plan_fork(run, answer.seq, "llm_response", {"message": {"role": "assistant", "content": "edited"}})
+            assert not any(run.event(s).type == "span.started" and run.event(s).payload["name"] in ("ask", MODEL)
+                           for s in range(plan.at + 1))  # no branch begun in the prefix
+            for order in itertools.permutations(topics):
+                forked = execute_plan(run, plan, program(list(order)))
+                assert f"{asked}: edited" in forked.event(len(forked) - 1).payload["result"], (asked, order)
+        assert len(server.requests) == sent
+    finally:
+        if handle is not None:
+            handle.uninstrument()
 
 
 @pytest.mark.parametrize("instrumentors", [["openinference-instrumentation-langchain"], BOTH], ids=["langchain", "both"])

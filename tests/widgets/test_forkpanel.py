@@ -59,7 +59,7 @@ def test_approval_fork_keeps_the_prefix_and_diverges_at_the_decision(refunds: An
     assert refunded, "the approved refund ran in the fork"
 
 
-def test_tool_result_fork_cuts_before_the_call(store: Any) -> None:
+def test_tool_result_fork_cuts_before_the_call_and_its_span(store: Any) -> None:
     run = store.run("sre-0001")
     cpu = next(e for e in run.iter_events() if e.type == "tool.result"
                and isinstance(e.payload.get("result"), dict) and e.payload["result"].get("metric") == "cpu")
@@ -69,7 +69,8 @@ def test_tool_result_fork_cuts_before_the_call(store: Any) -> None:
     errors = panel.set_edit("tool_result", {"result": {"service": "orders-db", "metric": "cpu", "value": 0.35}})
     assert errors == []
     new = panel.run_fork()
-    at = cpu.caused_by - 1
+    at = cpu.caused_by - 2  # before the tool's span (under the step's span, kept): see quiet_cut
+    assert run.event(at + 1).type == "span.started" and run.event(at + 1).span_id == cpu.span_id
     assert new.fork_seq == at
     assert _hashes(new)[: at + 1] == _hashes(run)[: at + 1]
     assert new.event(at + 1).type == "fork.started"
