@@ -21,6 +21,7 @@ import pytest
 from _server import MODEL, SLOW, LLMServer
 
 import agentlog as al
+from agentlog.capture.forkplan import quiet_cut
 from agentlog.widgets.diffview import DiffView
 
 
@@ -737,11 +738,16 @@ def test_a_fork_that_cannot_tell_branches_apart_says_what_to_try(server: LLMServ
         order = _steps("1:ask 0:ask 1:chat 0:chat 0:call 1:call 2:ask 2:chat 2:call")
         cut = next(e.seq for e in run.iter_events() if e.type == "span.ended" and e.payload["name"] == "ask") + 1
 
-        with pytest.raises(al.DivergenceError, match="forking again, or at another event, usually goes through"):
+        with pytest.raises(al.DivergenceError, match="forking again, or at another event, usually goes through, "
+                                                     "and a cut before the branches began went through"):
             al.fork(run, cut, program=_nested(server, questions, order))
         forked = al.fork(run, cut - 1, program=_nested(server, questions, order))
         assert forked.status == "finished"
         _nested_well(forked, len(questions))
+        answer = next(e for e in run.iter_events(start=cut) if e.type == "llm.response")
+        quiet = quiet_cut(run, answer)  # where no branch is open: the one done first is in the prefix
+        assert quiet < cut and not any(run.event(quiet).type == t for t in ("span.started", "llm.request"))
+        _nested_well(al.fork(run, quiet, program=_nested(server, questions, order)), len(questions))
     finally:
         handle.uninstrument()
 
