@@ -7,7 +7,8 @@ reason replaced, in the API's own shape (:data:`~agentlog.capture.endpoints.API`
 SDK reads the edited answer as it read the recorded one. Everything else the body held (ids,
 usage, the model's reasoning items) stays as recorded. A streamed call's answer goes back as
 a stream of server-sent events in the API's own event shapes, built from the whole edited
-answer: its text in one delta, each tool call in one, the usage the recorded stream reported.
+answer: its text a word a delta (:func:`pieces`), each tool call in one, the usage the recorded
+stream reported.
 
 >>> body = b'{"id": "c1", "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]}'
 >>> json.loads(rewired("openai_chat", False, body, {"role": "assistant", "content": "bye"}, None))["choices"][0]["message"]
@@ -19,13 +20,14 @@ Pure: no I/O.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from .endpoints import API
 from .streams import assemble, events_of
 
-__all__ = ["finish_for", "rewired"]
+__all__ = ["finish_for", "pieces", "rewired"]
 
 Whole = dict[str, Any]
 
@@ -178,6 +180,21 @@ _EDITS: dict[str, Callable[[Whole, str | None, list[Any], str | None], Whole]] =
 
 Streamed = Iterator[tuple[str | None, Any]]
 
+#: The longest piece :func:`pieces` makes (a text with no spaces, Chinese say, is cut there).
+PIECE = 24
+_WORDS = re.compile(r"\s*\S+|\s+$")
+
+
+def pieces(text: str) -> list[str]:
+    """An edited answer's text as a stream sends it: a word a piece, with the spaces before it
+    (as models stream tokens), none longer than :data:`PIECE` characters; joined, the text.
+
+    >>> pieces("scale the db  instead ")
+    ['scale', ' the', ' db', '  instead', ' ']
+    """
+    found = _WORDS.findall(text)
+    return [word[i:i + PIECE] for word in found for i in range(0, len(word), PIECE)]
+
 
 def _sse(event: str | None, data: Any) -> bytes:
     head = f"event: {event}\n" if event else ""
@@ -194,7 +211,10 @@ def _openai_chat_stream(whole: Whole) -> Streamed:
     def chunk(delta: Mapping[str, Any], finish: str | None = None) -> Whole:
         return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
-    yield None, chunk({"role": "assistant", **({"content": message["content"]} if message.get("content") else {})})
+    words = pieces(message.get("content") or "")
+    yield None, chunk({"role": "assistant", **({"content": words[0]} if words else {})})
+    for word in words[1:]:
+        yield None, chunk({"content": word})
     for i, call in enumerate(message.get("tool_calls") or []):
         yield None, chunk({"tool_calls": [{"index": i, **call}]})
     yield None, chunk({}, choice.get("finish_reason"))
@@ -237,8 +257,9 @@ def _responses_message(item: Mapping[str, Any], index: int, n: Iterator[int]) ->
         text = part.get("text", "")
         yield "response.content_part.added", {"type": "response.content_part.added", "sequence_number": next(n),
                                               **where, "part": {**part, "text": ""}}
-        yield "response.output_text.delta", {"type": "response.output_text.delta", "sequence_number": next(n),
-                                             **where, "delta": text, "logprobs": []}
+        for word in pieces(text):
+            yield "response.output_text.delta", {"type": "response.output_text.delta", "sequence_number": next(n),
+                                                 **where, "delta": word, "logprobs": []}
         yield "response.output_text.done", {"type": "response.output_text.done", "sequence_number": next(n),
                                             **where, "text": text, "logprobs": []}
         yield "response.content_part.done", {"type": "response.content_part.done", "sequence_number": next(n),
@@ -253,13 +274,15 @@ def _anthropic_stream(whole: Whole) -> Streamed:
         "usage": {**usage, "output_tokens": 0}}}  # the count so far: the end tells the whole
     for index, block in enumerate(whole.get("content") or []):
         if block.get("type") == "tool_use":
-            opened, delta = {**block, "input": {}}, {"type": "input_json_delta", "partial_json": json.dumps(block.get("input"))}
+            opened = {**block, "input": {}}
+            deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block.get("input"))}]
         elif block.get("type") == "text":
-            opened, delta = {**block, "text": ""}, {"type": "text_delta", "text": block.get("text", "")}
+            opened = {**block, "text": ""}
+            deltas = [{"type": "text_delta", "text": word} for word in pieces(block.get("text", ""))]
         else:
-            opened, delta = block, None
+            opened, deltas = block, []
         yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": opened}
-        if delta is not None:
+        for delta in deltas:
             yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
     yield "message_delta", {"type": "message_delta", "usage": usage,
@@ -269,19 +292,39 @@ def _anthropic_stream(whole: Whole) -> Streamed:
 
 
 def _gemini_stream(whole: Whole) -> Streamed:
+    """The text's pieces but the last each in a chunk of its own; the last chunk is the whole
+    answer with the last piece for its text (its other parts, finish reason and usage)."""
+    candidates = whole.get("candidates") or [{}]
+    candidate = candidates[0]
+    content = candidate.get("content") or {}
+    parts = content.get("parts") or []
+    at = next((i for i, p in enumerate(parts) if isinstance(p, Mapping) and "text" in p and not p.get("thought")), None)
+    words = pieces(str(parts[at]["text"])) if at is not None else []
+    base = {k: v for k, v in whole.items() if k in ("modelVersion", "responseId", "createTime")}
+    for word in words[:-1]:
+        yield None, {**base, "candidates": [{"index": candidate.get("index", 0),
+                                             "content": {"role": "model", "parts": [{"text": word}]}}]}
+    if at is not None:
+        parts = [*parts[:at], *([{**parts[at], "text": words[-1]}] if words else []), *parts[at + 1:]]
+        whole = {**whole, "candidates": [{**candidate, "content": {**content, "parts": parts}}, *candidates[1:]]}
     yield None, whole
 
 
 def _ollama_stream(whole: Whole) -> Streamed:
     base = {k: v for k, v in whole.items() if k in ("model", "created_at")}
-    yield None, {**base, "message": whole["message"], "done": False}
+    message = whole["message"]
+    words = pieces(message.get("content") or "") or [""]
+    for word in words[:-1]:
+        yield None, {**base, "message": {"role": "assistant", "content": word}, "done": False}
+    yield None, {**base, "message": {**message, "content": words[-1]}, "done": False}  # its tool calls, if any
     last = {k: v for k, v in whole.items() if k != "message"}
     yield None, {**last, "message": {"role": "assistant", "content": ""}, "done": True}
 
 
 def _ollama_generate_stream(whole: Whole) -> Streamed:
     base = {k: v for k, v in whole.items() if k in ("model", "created_at")}
-    yield None, {**base, "response": whole.get("response", ""), "done": False}
+    for word in pieces(whole.get("response") or "") or [""]:
+        yield None, {**base, "response": word, "done": False}
     yield None, {**whole, "response": "", "done": True}
 
 

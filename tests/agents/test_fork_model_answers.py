@@ -29,9 +29,16 @@ def _local_price() -> Any:
         yield
 
 
-def _ask(server: LLMServer, api: str, streamed: bool) -> Callable[[str], str]:
-    """``ask(question) -> the answer's text``, through the real SDK of ``api``."""
+def _ask(server: LLMServer, api: str, streamed: bool, heard: list[list[str]] | None = None) -> Callable[[str], str]:
+    """``ask(question) -> the answer's text``, through the real SDK of ``api``; streamed, the
+    pieces of text the SDK yielded are appended to ``heard``, a list a call."""
     root = server.url.removesuffix("/v1")
+    said = heard if heard is not None else []
+
+    def joined(chunks: list[str]) -> str:
+        said.append(chunks)
+        return "".join(chunks)
+
     if api == "openai_chat":
         client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
 
@@ -40,7 +47,7 @@ def _ask(server: LLMServer, api: str, streamed: bool) -> Callable[[str], str]:
             if not streamed:
                 return str(client.chat.completions.create(model=MODEL, messages=messages).choices[0].message.content)
             chunks = client.chat.completions.create(model=MODEL, messages=messages, stream=True)
-            return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+            return joined([c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content])
         return chat
     if api == "openai_responses":
         client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
@@ -49,7 +56,7 @@ def _ask(server: LLMServer, api: str, streamed: bool) -> Callable[[str], str]:
             if not streamed:
                 return client.responses.create(model=MODEL, input=question).output_text
             with client.responses.stream(model=MODEL, input=question) as stream:
-                deltas = "".join(e.delta for e in stream if e.type == "response.output_text.delta")
+                deltas = joined([e.delta for e in stream if e.type == "response.output_text.delta"])
                 final = stream.get_final_response().output_text
             assert deltas == final  # the deltas and the whole answer agree
             return final
@@ -64,7 +71,7 @@ def _ask(server: LLMServer, api: str, streamed: bool) -> Callable[[str], str]:
             if not streamed:
                 return str(claude.messages.create(model=CLAUDE, max_tokens=100, messages=asked).content[0].text)
             with claude.messages.stream(model=CLAUDE, max_tokens=100, messages=asked) as stream:
-                text = "".join(stream.text_stream)
+                text = joined(list(stream.text_stream))
                 assert stream.get_final_message().content[0].text == text
             return text
         return messages
@@ -76,7 +83,8 @@ def _ask(server: LLMServer, api: str, streamed: bool) -> Callable[[str], str]:
             with ollama.Client(host=root) as local:
                 if not streamed:
                     return str(local.chat(model=LLAMA, messages=asked).message.content)
-                return "".join(str(c.message.content) for c in local.chat(model=LLAMA, messages=asked, stream=True))
+                return joined([str(c.message.content) for c in local.chat(model=LLAMA, messages=asked, stream=True)
+                               if c.message.content])
         return chat_local
     if api == "ollama_generate":
         import ollama
@@ -85,7 +93,8 @@ def _ask(server: LLMServer, api: str, streamed: bool) -> Callable[[str], str]:
             with ollama.Client(host=root) as local:
                 if not streamed:
                     return str(local.generate(model=LLAMA, prompt=question).response)
-                return "".join(str(c.response) for c in local.generate(model=LLAMA, prompt=question, stream=True))
+                return joined([str(c.response) for c in local.generate(model=LLAMA, prompt=question, stream=True)
+                               if c.response])
         return generate_local
     from google import genai
     from google.genai import types
@@ -95,7 +104,8 @@ def _ask(server: LLMServer, api: str, streamed: bool) -> Callable[[str], str]:
     def gemini(question: str) -> str:
         if not streamed:
             return str(client_g.models.generate_content(model=GEMINI, contents=question).text)
-        return "".join(str(c.text) for c in client_g.models.generate_content_stream(model=GEMINI, contents=question))
+        return joined([str(c.text) for c in client_g.models.generate_content_stream(model=GEMINI, contents=question)
+                       if c.text])
     return gemini
 
 
@@ -127,6 +137,28 @@ def test_a_fork_serves_the_edited_model_answer_to_the_sdk(server: LLMServer, sto
     [served_llm] = [LLMResponse.of(e) for e in own[:8] if e.type == "llm.response"]
     assert served_http.edited and served_llm.edited and served_llm.message["content"] == EDITED
     assert served_llm.cost_usd == 0.0  # served: nothing paid
+
+
+@pytest.mark.parametrize("api", [*APIS, "ollama_generate"])
+def test_an_edited_streamed_answer_reaches_the_sdk_a_word_a_chunk(server: LLMServer, store: Any, api: str) -> None:
+    """The edited text is streamed as a model streams it, a piece at a time: the SDK yields
+    the edited answer's words, with the spaces before them, one by one."""
+    heard: list[list[str]] = []
+
+    def program(rec: Any) -> str:
+        return _ask(server, api, True, heard)("cpu=0.9, what now?")
+
+    run = al.record(program, store=store, name=f"{api} streamed")
+    assert len(heard[-1]) > 1, heard  # the loopback server streams its answer in pieces too
+    answer = next(e for e in run.iter_events() if e.type == "llm.response")
+    edited = "scale  the db instead, then wait for it "
+    message = {**LLMResponse.of(answer).message, "content": edited}
+
+    fork = al.fork(run, answer.caused_by - 1, program=program,
+                   edit=al.edit.replace_response(answer.seq, {"message": message}))
+
+    assert fork.event(len(fork) - 1).payload["result"] == edited
+    assert heard[-1] == ["scale", "  the", " db", " instead,", " then", " wait", " for", " it", " "]
 
 
 def _streamed_calls(server: LLMServer, api: str) -> Callable[[str], dict[str, Any]]:
