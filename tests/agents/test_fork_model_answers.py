@@ -158,7 +158,11 @@ def test_an_edited_streamed_answer_reaches_the_sdk_a_word_a_chunk(server: LLMSer
                    edit=al.edit.replace_response(answer.seq, {"message": message}))
 
     assert fork.event(len(fork) - 1).payload["result"] == edited
-    assert heard[-1] == ["scale", "  the", " db", " instead,", " then", " wait", " for", " it", " "]
+    words = ["scale", "  the", " db", " instead,", " then", " wait", " for", " it", " "]
+    assert heard[-1] == words
+    sent = len(server.requests)
+    assert al.replay(program, fork).ok  # the fork replays: the stream it was served, as served
+    assert heard[-1] == words and len(server.requests) == sent
 
 
 def _streamed_calls(server: LLMServer, api: str) -> Callable[[str], dict[str, Any]]:
