@@ -7,8 +7,9 @@ reason replaced, in the API's own shape (:data:`~agentlog.capture.endpoints.API`
 SDK reads the edited answer as it read the recorded one. Everything else the body held (ids,
 usage, the model's reasoning items) stays as recorded. A streamed call's answer goes back as
 a stream of server-sent events in the API's own event shapes, built from the whole edited
-answer: its text a word a delta (:func:`pieces`), each tool call in one, the usage the recorded
-stream reported.
+answer: its text a word a delta (:func:`pieces`), a tool call's arguments in pieces of
+:data:`PIECE` characters where the API streams them (OpenAI chat and Responses, Anthropic), the
+usage the recorded stream reported.
 
 >>> body = b'{"id": "c1", "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]}'
 >>> json.loads(rewired("openai_chat", False, body, {"role": "assistant", "content": "bye"}, None))["choices"][0]["message"]
@@ -196,6 +197,11 @@ def pieces(text: str) -> list[str]:
     return [word[i:i + PIECE] for word in found for i in range(0, len(word), PIECE)]
 
 
+def _cut(text: str) -> list[str]:
+    """A tool call's arguments (JSON text) in pieces of :data:`PIECE` characters, at least one."""
+    return [text[i:i + PIECE] for i in range(0, len(text), PIECE)] or [""]
+
+
 def _sse(event: str | None, data: Any) -> bytes:
     head = f"event: {event}\n" if event else ""
     text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
@@ -216,7 +222,11 @@ def _openai_chat_stream(whole: Whole) -> Streamed:
     for word in words[1:]:
         yield None, chunk({"content": word})
     for i, call in enumerate(message.get("tool_calls") or []):
-        yield None, chunk({"tool_calls": [{"index": i, **call}]})
+        function = call.get("function") or {}
+        first, *rest = _cut(function.get("arguments") or "")
+        yield None, chunk({"tool_calls": [{"index": i, **call, "function": {**function, "arguments": first}}]})
+        for part in rest:
+            yield None, chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]})
     yield None, chunk({}, choice.get("finish_reason"))
     if whole.get("usage"):
         yield None, {**base, "choices": [], "usage": whole["usage"]}
@@ -234,9 +244,10 @@ def _openai_responses_stream(whole: Whole) -> Streamed:
             added = {**item, "arguments": "", "status": "in_progress"}
             yield "response.output_item.added", {"type": "response.output_item.added", "sequence_number": next(n),
                                                  "output_index": index, "item": added}
-            yield "response.function_call_arguments.delta", {
-                "type": "response.function_call_arguments.delta", "sequence_number": next(n), "item_id": item.get("id"),
-                "output_index": index, "delta": item.get("arguments", "")}
+            for part in _cut(item.get("arguments", "")):
+                yield "response.function_call_arguments.delta", {
+                    "type": "response.function_call_arguments.delta", "sequence_number": next(n),
+                    "item_id": item.get("id"), "output_index": index, "delta": part}
             yield "response.function_call_arguments.done", {
                 "type": "response.function_call_arguments.done", "sequence_number": next(n), "item_id": item.get("id"),
                 "output_index": index, "arguments": item.get("arguments", "")}
@@ -275,7 +286,7 @@ def _anthropic_stream(whole: Whole) -> Streamed:
     for index, block in enumerate(whole.get("content") or []):
         if block.get("type") == "tool_use":
             opened = {**block, "input": {}}
-            deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block.get("input"))}]
+            deltas = [{"type": "input_json_delta", "partial_json": part} for part in _cut(json.dumps(block.get("input")))]
         elif block.get("type") == "text":
             opened = {**block, "text": ""}
             deltas = [{"type": "text_delta", "text": word} for word in pieces(block.get("text", ""))]

@@ -19,6 +19,9 @@ from agentlog.events import HTTPResponse, LLMResponse
 
 EDITED = "scale the db instead"
 CLAUDE, GEMINI, LLAMA = "claude-3-5-haiku-20241022", "gemini-1.5-flash", "llama3.2"
+#: An edited call's arguments, long enough to be streamed in several pieces (rewire.PIECE).
+ARGS = {"service": "db", "reason": "cpu at 0.9 on the api for ten minutes"}
+CALL = {"id": "call_7", "type": "function", "function": {"name": "status", "arguments": json.dumps(ARGS)}}
 APIS = ["openai_chat", "openai_responses", "anthropic", "gemini", "ollama"]  # each answers with tool calls too
 
 
@@ -238,11 +241,16 @@ def test_a_tool_call_edited_into_a_streamed_answer_is_assembled_by_the_sdk(serve
     fork = al.fork(run, answer.caused_by - 1, program=program,
                    edit=al.edit.replace_response(answer.seq, {"message": message}))
     result = fork.event(len(fork) - 1).payload["result"]
-    assert result["calls"] == [["status", {"service": "db"}]]
+    assert result["calls"] == [["status", ARGS]]
     finish = {"openai_chat": "tool_calls", "anthropic": "tool_use"}.get(api, recorded["finish"])
     assert result["finish"] == finish
     [served] = [e for e in fork.iter_events(start=answer.caused_by) if e.type == "llm.response"]
     assert served.payload["finish_reason"] == finish  # the log says what the SDK read
+    streamed_args = {"openai_chat": '"arguments"', "openai_responses": '"type": "response.function_call_arguments.delta"',
+                     "anthropic": '"type": "input_json_delta"'}
+    if api in streamed_args:  # the arguments went out in pieces, as a model streams them
+        [wire] = [HTTPResponse.of(e) for e in fork.iter_events(start=answer.caused_by) if e.type == "http.response"]
+        assert str(wire.content.decode()).count(streamed_args[api]) > 1
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
@@ -342,9 +350,6 @@ def test_a_failed_model_call_answered_in_a_fork_is_the_answer_the_log_keeps(serv
 
 # --- the rewired bodies, read by the SDKs' own types ---------------------------------------------
 
-CALL = {"id": "call_7", "type": "function", "function": {"name": "status", "arguments": '{"service": "db"}'}}
-
-
 def test_a_rewired_anthropic_answer_is_a_message_with_the_tool_use() -> None:
     from anthropic.types import Message
 
@@ -356,7 +361,7 @@ def test_a_rewired_anthropic_answer_is_a_message_with_the_tool_use() -> None:
     message = Message.model_validate_json(body)
     thinking, text, tool = message.content
     assert thinking.type == "thinking" and text.type == "text" and text.text == "checking"
-    assert (tool.type, tool.id, tool.name, tool.input) == ("tool_use", "call_7", "status", {"service": "db"})
+    assert (tool.type, tool.id, tool.name, tool.input) == ("tool_use", "call_7", "status", ARGS)
     assert message.stop_reason == "tool_use" and message.usage.input_tokens == 3
 
 
@@ -375,7 +380,7 @@ def test_a_rewired_responses_answer_is_a_response_with_the_function_call() -> No
     reasoning, said, call = response.output
     assert reasoning.type == "reasoning" and said.id == "msg_1"
     assert (call.type, call.call_id, call.name, json.loads(call.arguments)) == (
-        "function_call", "call_7", "status", {"service": "db"})
+        "function_call", "call_7", "status", ARGS)
 
 
 def test_a_rewired_gemini_answer_is_a_response_with_the_function_call() -> None:
@@ -388,5 +393,5 @@ def test_a_rewired_gemini_answer_is_a_response_with_the_function_call() -> None:
     response = types.GenerateContentResponse.model_validate_json(body)
     assert response.text == "checking"
     [call] = response.function_calls or []
-    assert (call.name, call.args) == ("status", {"service": "db"})
+    assert (call.name, call.args) == ("status", ARGS)
     assert response.usage_metadata is not None and response.usage_metadata.prompt_token_count == 3
