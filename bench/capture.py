@@ -59,7 +59,10 @@ and ``nested``): the same spans through a processor that writes the same two cha
 a span and nothing else (:class:`_FloorProcessor`: no checks, redaction, segment or recorder),
 the most a Python processor keeping this vocabulary could reach here; ``floor_over_none`` is how
 many times agentlog's ``none`` row it runs; ``floor_one_line_*``: the same with one line a span
-(:class:`_FloorOneLine`), what a vocabulary of one event a span would buy. Medians of the trials; a
+(:class:`_FloorOneLine`), what a vocabulary of one event a span would buy; ``read_only_*``: a
+processor that reads what any processor must (the span's context, parent, name, attributes,
+status and events) and writes nothing (:class:`_ReadOnly`), the ceiling of any span processor
+in Python on this machine. Medians of the trials; a
 fresh process. Each part is a function returning its figures, and ``main`` prints them as one
 JSON line.
 """
@@ -193,6 +196,18 @@ class _FloorOneLine(_FloorProcessor):
             self._held = []
 
 
+class _ReadOnly(SpanProcessor):
+    """Reads what any processor must read of a span, and writes nothing: the SDK's properties
+    copy the attributes and events for every reader, so this is the least a processor that
+    keeps a span's fields pays, whatever it does with them."""
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        span.get_span_context(), span.parent, span.name, span.attributes
+
+    def on_end(self, span: Any) -> None:
+        span.get_span_context(), span.name, span.attributes, span.status, span.events
+
+
 class _CountingSink:
     """A sink that keeps nothing: what the processor costs without the store's append."""
 
@@ -270,6 +285,9 @@ def otel_spans(*, quick: bool = False) -> dict[str, Any]:
         one_line_provider = TracerProvider()
         one_line_provider.add_span_processor(_FloorOneLine(os.path.join(tmp, "floor1.wal")))
         one_line = one_line_provider.get_tracer("bench")
+        read_only_provider = TracerProvider()
+        read_only_provider.add_span_processor(_ReadOnly())
+        read_only = read_only_provider.get_tracer("bench")
         for shape, make in SHAPES.items():
             count = 300 if quick else 2000
             base, base_cpu = _rate(trials, count, lambda make=make, count=count: make(bare, count))
@@ -279,6 +297,8 @@ def otel_spans(*, quick: bool = False) -> dict[str, Any]:
                 row["floor_spans_per_s"], row["floor_cpu_spans_per_s"] = round(rate), round(cpu)
                 rate, cpu = _rate(trials, count, lambda make=make, count=count: make(one_line, count))
                 row["floor_one_line_spans_per_s"], row["floor_one_line_cpu_spans_per_s"] = round(rate), round(cpu)
+                rate, cpu = _rate(trials, count, lambda make=make, count=count: make(read_only, count))
+                row["read_only_spans_per_s"], row["read_only_cpu_spans_per_s"] = round(rate), round(cpu)
             for durability in ("nothing", "none", "fsync"):
                 n = count if durability != "fsync" or shape == "nested" else count // 4
 
