@@ -193,8 +193,7 @@ def pieces(text: str) -> list[str]:
     >>> pieces("scale the db  instead ")
     ['scale', ' the', ' db', '  instead', ' ']
     """
-    found = _WORDS.findall(text)
-    return [word[i:i + PIECE] for word in found for i in range(0, len(word), PIECE)]
+    return [part for word in _WORDS.findall(text) for part in _cut(word)]
 
 
 def _cut(text: str) -> list[str]:

@@ -250,7 +250,7 @@ def test_a_tool_call_edited_into_a_streamed_answer_is_assembled_by_the_sdk(serve
                      "anthropic": '"type": "input_json_delta"'}
     if api in streamed_args:  # the arguments went out in pieces, as a model streams them
         [wire] = [HTTPResponse.of(e) for e in fork.iter_events(start=answer.caused_by) if e.type == "http.response"]
-        assert str(wire.content.decode()).count(streamed_args[api]) > 1
+        assert wire.content.decode().count(streamed_args[api]) > 1
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
